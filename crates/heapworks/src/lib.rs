@@ -1,1 +1,64 @@
-//! placeholder
+//! # heapworks
+//!
+//! A `no_std` arena allocator: it manages heaps over memory regions it is handed.
+//!
+//! - **One word of overhead** per allocation, 16-byte granularity on 64-bit targets (8 on 32-bit).
+//! - **O(1) allocate and free**: free chunks are filed by size in bins with a two-level
+//!   occupancy bitmap, and coalesced with both neighbours at once through boundary tags. A
+//!   request that the largest free chunk could serve never fails.
+//! - **In-place realloc**: shrinking splits off the tail; growing takes from a free neighbour.
+//! - **Any power-of-two alignment**; the padding in front of an aligned block goes back to the
+//!   free index.
+//! - **Several regions**, grown in place with [`Heap::extend`].
+//! - **Statistics** ([`Heap::stats`]) and a **heap checker** ([`Heap::check`]); feature `checked`
+//!   (on in debug builds) validates every pointer handed back.
+//!
+//! [`Heap`] is the unsynchronized engine. [`LockedHeap`] (feature `lock_api`, on by default)
+//! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
+//! [`UnsyncHeap`] serves single-threaded programs without a lock.
+//!
+//! ```no_run
+//! use heapworks::LockedHeap;
+//!
+//! #[global_allocator]
+//! static ALLOCATOR: LockedHeap = LockedHeap::new();
+//!
+//! static mut ARENA: [u8; 1 << 20] = [0; 1 << 20];
+//!
+//! fn main() {
+//!     // SAFETY: the arena is used by nothing else, and claimed before the first allocation.
+//!     unsafe { ALLOCATOR.claim(core::ptr::addr_of_mut!(ARENA).cast(), 1 << 20) }.unwrap();
+//!     let v: Vec<u32> = (0..100).collect();
+//!     assert_eq!(v.len(), 100);
+//! }
+//! ```
+//!
+//! `INTERNALS.md` beside this crate draws the chunk format, the bin map, and how alignment,
+//! splitting and coalescing work.
+#![no_std]
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
+
+mod bins;
+mod bitmap;
+mod check;
+mod chunk;
+mod error;
+mod free_index;
+mod global;
+mod heap;
+#[cfg(feature = "lock_api")]
+mod locked;
+mod region;
+mod stats;
+mod unsync;
+
+pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
+pub use heap::Heap;
+#[cfg(feature = "lock_api")]
+pub use locked::LockedHeap;
+pub use stats::Stats;
+pub use unsync::UnsyncHeap;
+
+/// The payload alignment every block has without asking: 16 B on 64-bit targets, 8 on 32-bit.
+pub const GRANULE: usize = chunk::GRANULE;

@@ -1,0 +1,157 @@
+//! The errors the heap reports: failed requests, refused regions, misuse, corruption.
+//!
+//! Every error leaves the heap as it was: a failed call changes nothing.
+
+use core::fmt;
+
+/// A request the heap cannot serve: out of memory, or a size or alignment too large to
+/// represent. The heap is unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocError;
+
+impl fmt::Display for AllocError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("heapworks: out of memory or request too large")
+    }
+}
+
+/// Why [`crate::Heap::claim`] or [`crate::Heap::extend`] refused a region.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaimError {
+    /// The region cannot hold a region record, one minimal chunk and the end sentinel.
+    TooSmall {
+        /// The size offered.
+        size: usize,
+        /// The smallest size that works at this base address.
+        needed: usize,
+    },
+    /// `base + size` wraps around the address space.
+    Overflow,
+    /// The base pointer is null.
+    NullBase,
+    /// The region overlaps one the heap already manages.
+    Overlaps,
+    /// `extend` named a base that is not the base of a claimed region.
+    UnknownRegion,
+    /// `extend` asked for a size below the region's current size.
+    Shrinks,
+}
+
+impl fmt::Display for ClaimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClaimError::TooSmall { size, needed } => {
+                write!(
+                    f,
+                    "heapworks: region of {size} bytes is too small (needs {needed})"
+                )
+            }
+            ClaimError::Overflow => f.write_str("heapworks: region wraps the address space"),
+            ClaimError::NullBase => f.write_str("heapworks: region base is null"),
+            ClaimError::Overlaps => f.write_str("heapworks: region overlaps a claimed region"),
+            ClaimError::UnknownRegion => f.write_str("heapworks: no claimed region has that base"),
+            ClaimError::Shrinks => f.write_str("heapworks: extend cannot shrink a region"),
+        }
+    }
+}
+
+/// A pointer handed to `free`, `deallocate` or `realloc` that this heap cannot take back.
+///
+/// Detected by [`crate::Heap::validate`], which checked builds (feature `checked`, or debug
+/// assertions) run on every free and realloc.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Misuse {
+    /// The pointer is not inside any region of this heap, or not at a payload boundary.
+    Foreign {
+        /// The pointer.
+        addr: usize,
+    },
+    /// The block is already free.
+    DoubleFree {
+        /// The pointer.
+        addr: usize,
+    },
+    /// The block's header does not describe a chunk that fits its region.
+    CorruptHeader {
+        /// The pointer.
+        addr: usize,
+        /// The header word found in front of it.
+        header: usize,
+    },
+    /// The layout passed does not match the block (size above its usable size, or alignment
+    /// the address does not have).
+    LayoutMismatch {
+        /// The pointer.
+        addr: usize,
+    },
+}
+
+impl fmt::Display for Misuse {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Misuse::Foreign { addr } => {
+                write!(f, "heapworks: {addr:#x} was not allocated by this heap")
+            }
+            Misuse::DoubleFree { addr } => write!(f, "heapworks: double free of {addr:#x}"),
+            Misuse::CorruptHeader { addr, header } => write!(
+                f,
+                "heapworks: corrupt header {header:#x} in front of block {addr:#x}"
+            ),
+            Misuse::LayoutMismatch { addr } => {
+                write!(f, "heapworks: layout does not match block {addr:#x}")
+            }
+        }
+    }
+}
+
+/// The first broken invariant [`crate::Heap::check`] found, with the address involved.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Corruption {
+    /// The address of the chunk, region record or bin where the walk stopped.
+    pub addr: usize,
+    /// What was wrong there.
+    pub kind: CorruptionKind,
+}
+
+/// What [`Corruption`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CorruptionKind {
+    /// A region record is damaged (wrong header, sentinel outside the region).
+    BadRegion,
+    /// A chunk size is not a multiple of the granule, below the minimum, or runs past the end.
+    BadSize,
+    /// `PREV_IN_USE` disagrees with the chunk before.
+    BadPrevFlag,
+    /// Two free chunks are adjacent (coalescing was missed).
+    AdjacentFree,
+    /// A free chunk's footer differs from its size.
+    BadFooter,
+    /// A free chunk's list links are inconsistent, or it is not in its bin's list.
+    BadLink,
+    /// A bin's occupancy bit disagrees with its list, or the bitmap's levels disagree.
+    BadBitmap,
+    /// The bins list a different number of chunks than the walk found free.
+    LostChunk,
+    /// The end sentinel is damaged.
+    BadSentinel,
+    /// The statistics disagree with the walk.
+    BadStats,
+}
+
+impl fmt::Display for Corruption {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let what = match self.kind {
+            CorruptionKind::BadRegion => "damaged region record",
+            CorruptionKind::BadSize => "chunk size out of bounds",
+            CorruptionKind::BadPrevFlag => "PREV_IN_USE flag disagrees with the chunk before",
+            CorruptionKind::AdjacentFree => "two adjacent free chunks",
+            CorruptionKind::BadFooter => "free chunk footer differs from its size",
+            CorruptionKind::BadLink => "free list links inconsistent",
+            CorruptionKind::BadBitmap => "bin bitmap disagrees with the bin lists",
+            CorruptionKind::LostChunk => "bins and heap walk disagree on the free chunks",
+            CorruptionKind::BadSentinel => "damaged end sentinel",
+            CorruptionKind::BadStats => "statistics disagree with the heap walk",
+        };
+        write!(f, "heapworks: heap corrupt at {:#x}: {what}", self.addr)
+    }
+}

@@ -1,0 +1,513 @@
+//! The heap: allocation, release and in-place resizing over the chunks of its regions.
+//!
+//! Invariants (beyond those of [`crate::chunk`], [`crate::free_index`] and [`crate::region`],
+//! all verified by [`Heap::check`]):
+//! - Every free chunk is filed in the free index; no allocated chunk is.
+//! - `counters.in_use` is the total size of allocated chunks (headers and rounding included),
+//!   `counters.managed` the total size of all chunks (allocated and free) of all regions.
+//! - A failed call changes nothing.
+//!
+//! Costs: `allocate`, `free` and in-place resizing are O(1) except for the documented fallback
+//! scan of one bin in [`crate::free_index`], taken only when no larger free chunk exists.
+//! Over-aligned requests search for `size + align + GRANULE` bytes and give the padding in front
+//! back to the index, so they waste less than `align` bytes and cost one more index insertion.
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use crate::bins::bin_of;
+use crate::chunk::{chunk_size_for, Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE, WORD};
+use crate::error::{AllocError, Misuse};
+use crate::free_index::FreeIndex;
+use crate::region::RegionRecord;
+use crate::stats::Counters;
+
+/// Whether free and realloc validate their pointer first (feature `checked`, or debug builds).
+const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
+
+/// An unsynchronized heap over the regions it has been handed.
+///
+/// ```
+/// use core::alloc::Layout;
+/// use heapworks::Heap;
+///
+/// let mut memory = vec![0u8; 64 * 1024];
+/// let mut heap = Heap::new();
+/// // SAFETY: `memory` outlives `heap` and nothing else uses it.
+/// unsafe { heap.claim(memory.as_mut_ptr(), memory.len()) }.unwrap();
+///
+/// let layout = Layout::from_size_align(100, 8).unwrap();
+/// let block = heap.allocate(layout).unwrap();
+/// // SAFETY: `block` came from this heap with `layout`.
+/// let block = unsafe { heap.realloc(block, layout, 400) }.unwrap();
+/// unsafe { heap.free(block) };
+/// assert_eq!(heap.stats().in_use, 0);
+/// heap.check().unwrap();
+/// ```
+pub struct Heap {
+    pub(crate) index: FreeIndex,
+    pub(crate) regions: Option<NonNull<RegionRecord>>,
+    pub(crate) counters: Counters,
+}
+
+// SAFETY: a `Heap` owns its regions exclusively (the `claim` contract); nothing in it is tied to
+// the thread that created it.
+unsafe impl Send for Heap {}
+
+impl Default for Heap {
+    fn default() -> Heap {
+        Heap::new()
+    }
+}
+
+impl Heap {
+    /// An empty heap: every request fails until a region is claimed.
+    pub const fn new() -> Heap {
+        Heap {
+            index: FreeIndex::new(),
+            regions: None,
+            counters: Counters::new(),
+        }
+    }
+
+    /// Allocates a block for `layout`.
+    ///
+    /// A zero-size request gets a unique minimal block. Fails with [`AllocError`] when no free
+    /// chunk can hold the request, leaving the heap unchanged.
+    #[inline]
+    pub fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        let block = self.allocate_uncounted(layout)?;
+        self.counters.allocations += 1;
+        Ok(block)
+    }
+
+    #[inline(always)]
+    fn allocate_uncounted(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        let size = chunk_size_for(layout.size()).ok_or(AllocError)?;
+        let chunk = if layout.align() <= GRANULE {
+            // SAFETY: the index holds only free chunks of claimed regions.
+            unsafe { self.index.take_at_least(size) }.ok_or(AllocError)?
+        } else {
+            self.take_aligned(size, layout.align())?
+        };
+        // SAFETY: `chunk` is a free chunk of at least `size` bytes, out of the index.
+        unsafe {
+            let available = chunk.size();
+            let prev_flag = chunk.header() & PREV_IN_USE;
+            self.occupy_front(chunk, available, size, prev_flag);
+        }
+        Ok(chunk.payload())
+    }
+
+    /// Takes out a free chunk whose payload can be aligned to `align` with `size` bytes after it,
+    /// and cuts off the padding in front as a free chunk of its own.
+    fn take_aligned(&mut self, size: usize, align: usize) -> Result<Chunk, AllocError> {
+        let search = size
+            .checked_add(align)
+            .and_then(|s| s.checked_add(GRANULE))
+            .ok_or(AllocError)?;
+        // SAFETY: the index holds only free chunks of claimed regions.
+        let chunk = unsafe {
+            match self.index.take_at_least(search) {
+                Some(chunk) => chunk,
+                // Near exhaustion: any chunk whose actual address leaves room will do.
+                None => self
+                    .index
+                    .take_first_fit(bin_of(size), |chunk, chunk_size| {
+                        front_padding(chunk, align).is_some_and(|pad| pad + size <= chunk_size)
+                    })
+                    .ok_or(AllocError)?,
+            }
+        };
+        let padding = front_padding(chunk, align).ok_or(AllocError)?;
+        if padding == 0 {
+            return Ok(chunk);
+        }
+        // SAFETY: `padding + size <= chunk size`, and the padding is at least MIN_CHUNK, so both
+        // pieces are valid chunks inside the original one.
+        unsafe {
+            let total = chunk.size();
+            let prev_in_use = chunk.header() & PREV_IN_USE != 0;
+            chunk.write_free(padding, prev_in_use);
+            self.index.insert(chunk, padding);
+            let aligned = chunk.after(padding);
+            aligned.set_header(total - padding);
+            Ok(aligned)
+        }
+    }
+
+    /// Marks the first `needed` of `available` bytes at `chunk` in use and files the rest as a
+    /// free chunk when it is large enough (otherwise the block keeps it).
+    ///
+    /// # Safety
+    /// `[chunk, chunk + available)` is a chunk that is in no list, whose right neighbour is in
+    /// use, and `needed <= available`.
+    #[inline(always)]
+    unsafe fn occupy_front(
+        &mut self,
+        chunk: Chunk,
+        available: usize,
+        needed: usize,
+        prev_flag: usize,
+    ) {
+        let spare = available - needed;
+        // SAFETY: both pieces lie inside the caller's chunk.
+        unsafe {
+            if spare >= MIN_CHUNK {
+                chunk.set_header(needed | prev_flag | IN_USE);
+                let tail = chunk.after(needed);
+                tail.write_free(spare, true);
+                self.index.insert(tail, spare);
+                self.counters.grow_in_use(needed);
+            } else {
+                chunk.set_header(available | prev_flag | IN_USE);
+                chunk.after(available).set_prev_in_use(true);
+                self.counters.grow_in_use(available);
+            }
+        }
+    }
+
+    /// Frees a block given only its address, as C's `free` does.
+    ///
+    /// # Safety
+    /// `ptr` was returned by this heap and is not used after this call. Checked builds detect a
+    /// double free, a foreign pointer or a corrupt header and panic with the reason instead of
+    /// corrupting the heap.
+    #[inline]
+    pub unsafe fn free(&mut self, ptr: NonNull<u8>) {
+        if CHECKED {
+            if let Err(misuse) = self.validate(ptr) {
+                report(misuse);
+            }
+        }
+        // SAFETY: forwarded from the caller (and checked above in checked builds).
+        unsafe { self.release_block(ptr) }
+    }
+
+    /// Frees a block allocated with `layout` (which only checked builds look at).
+    ///
+    /// # Safety
+    /// As for [`Heap::free`], and `layout` is the one the block was allocated with.
+    #[inline]
+    pub unsafe fn deallocate(&mut self, ptr: NonNull<u8>, layout: Layout) {
+        if CHECKED {
+            if let Err(misuse) = self.validate_layout(ptr, layout) {
+                report(misuse);
+            }
+        }
+        // SAFETY: forwarded from the caller (and checked above in checked builds).
+        unsafe { self.release_block(ptr) }
+    }
+
+    /// # Safety
+    /// `ptr` is a live block of this heap.
+    #[inline(always)]
+    unsafe fn release_block(&mut self, ptr: NonNull<u8>) {
+        // SAFETY: a live block has a valid header one word before its payload.
+        unsafe {
+            let chunk = Chunk::from_payload(ptr);
+            let size = chunk.size();
+            self.counters.in_use -= size;
+            self.release(chunk, size);
+        }
+        self.counters.frees += 1;
+    }
+
+    /// Returns `size` bytes at `chunk` to the free index, merging with free neighbours.
+    ///
+    /// # Safety
+    /// `chunk` is an allocated chunk of `size` bytes.
+    #[inline(always)]
+    unsafe fn release(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: neighbours are found through the header size and the boundary tag, both valid
+        // for an allocated chunk; free neighbours are filed in the index.
+        unsafe {
+            let header = chunk.header();
+            if CHECKED {
+                // A stale header must not look allocated once this chunk merges leftwards.
+                chunk.set_header(header & !IN_USE);
+            }
+            let mut start = chunk;
+            let mut total = size;
+            let next = chunk.after(size);
+            let next_header = next.header();
+            if next_header & IN_USE == 0 {
+                let next_size = next_header & crate::chunk::SIZE_MASK;
+                self.index.remove(next, next_size);
+                total += next_size;
+            } else {
+                next.set_header(next_header & !PREV_IN_USE);
+            }
+            if header & PREV_IN_USE == 0 {
+                let prev_size = chunk.prev_free_size();
+                start = chunk.before(prev_size);
+                self.index.remove(start, prev_size);
+                total += prev_size;
+            }
+            start.write_free(total, true);
+            self.index.insert(start, total);
+        }
+    }
+
+    /// Resizes a block to `new_size` bytes, keeping its alignment and contents.
+    ///
+    /// Stays in place when it can: shrinking splits off the tail; growing takes from a free
+    /// right neighbour. Otherwise it allocates, copies `min(old.size(), new_size)` bytes and
+    /// frees the old block. On failure the old block is untouched. `new_size == 0` shrinks to a
+    /// minimal block.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this heap allocated with `old`.
+    #[inline]
+    pub unsafe fn realloc(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new_size: usize,
+    ) -> Result<NonNull<u8>, AllocError> {
+        let new = Layout::from_size_align(new_size, old.align()).map_err(|_| AllocError)?;
+        // SAFETY: forwarded from the caller.
+        unsafe { self.resize(ptr, old, new) }
+    }
+
+    /// Grows a block to `new` (which may ask for a larger alignment), as
+    /// `Allocator::grow` does. The same as [`Heap::realloc`] otherwise.
+    ///
+    /// # Safety
+    /// As for [`Heap::realloc`].
+    pub unsafe fn grow(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<u8>, AllocError> {
+        debug_assert!(new.size() >= old.size());
+        // SAFETY: forwarded from the caller.
+        unsafe { self.resize(ptr, old, new) }
+    }
+
+    /// Shrinks a block to `new`, as `Allocator::shrink` does; in place unless `new` asks for an
+    /// alignment the block lacks.
+    ///
+    /// # Safety
+    /// As for [`Heap::realloc`].
+    pub unsafe fn shrink(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<u8>, AllocError> {
+        debug_assert!(new.size() <= old.size());
+        // SAFETY: forwarded from the caller.
+        unsafe { self.resize(ptr, old, new) }
+    }
+
+    #[inline(always)]
+    unsafe fn resize(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<u8>, AllocError> {
+        if CHECKED {
+            if let Err(misuse) = self.validate_layout(ptr, old) {
+                report(misuse);
+            }
+        }
+        let needed = chunk_size_for(new.size()).ok_or(AllocError)?;
+        // SAFETY: `ptr` is a live block of this heap (the caller's promise).
+        let chunk = unsafe { Chunk::from_payload(ptr) };
+        let keeps_alignment = ptr.as_ptr().addr() & (new.align() - 1) == 0;
+        // SAFETY: `ptr` is a live block of this heap (the caller's promise).
+        if keeps_alignment && unsafe { self.resize_in_place(chunk, needed) } {
+            self.counters.reallocs += 1;
+            return Ok(ptr);
+        }
+        let moved = self.allocate_uncounted(new)?;
+        // SAFETY: the new block is distinct from the old one and both hold at least the bytes
+        // copied; the old one is live until released here.
+        unsafe {
+            let keep = old.size().min(new.size());
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), moved.as_ptr(), keep);
+            let size = chunk.size();
+            self.counters.in_use -= size;
+            self.release(chunk, size);
+        }
+        self.counters.reallocs += 1;
+        Ok(moved)
+    }
+
+    /// Grows a block to hold `new_size` bytes without moving it, if its right neighbour is free
+    /// and large enough. A block that already holds `new_size` bytes succeeds unchanged.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this heap.
+    pub unsafe fn try_grow_in_place(
+        &mut self,
+        ptr: NonNull<u8>,
+        new_size: usize,
+    ) -> Result<(), AllocError> {
+        let needed = chunk_size_for(new_size).ok_or(AllocError)?;
+        // SAFETY: `ptr` is a live block (the caller's promise).
+        unsafe {
+            let chunk = Chunk::from_payload(ptr);
+            let size = chunk.size();
+            if needed <= size || self.grow_into_next(chunk, size, needed) {
+                Ok(())
+            } else {
+                Err(AllocError)
+            }
+        }
+    }
+
+    /// Resizes the chunk to `needed` bytes in place if possible.
+    ///
+    /// # Safety
+    /// `chunk` is an allocated chunk.
+    #[inline(always)]
+    unsafe fn resize_in_place(&mut self, chunk: Chunk, needed: usize) -> bool {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let size = chunk.size();
+            if needed <= size {
+                self.shrink_in_place(chunk, size, needed);
+                true
+            } else {
+                self.grow_into_next(chunk, size, needed)
+            }
+        }
+    }
+
+    /// Cuts an allocated chunk of `size` bytes down to `needed`, handing the tail to a free right
+    /// neighbour, or filing it on its own when it makes a chunk; otherwise the block keeps it.
+    ///
+    /// # Safety
+    /// `chunk` is an allocated chunk of `size >= needed` bytes.
+    unsafe fn shrink_in_place(&mut self, chunk: Chunk, size: usize, needed: usize) {
+        // SAFETY: the tail lies inside the chunk; a free neighbour is filed in the index.
+        unsafe {
+            let spare = size - needed;
+            let next = chunk.after(size);
+            let next_header = next.header();
+            let tail = chunk.after(needed);
+            if next_header & IN_USE == 0 {
+                if spare == 0 {
+                    return;
+                }
+                let next_size = next_header & crate::chunk::SIZE_MASK;
+                self.index.remove(next, next_size);
+                tail.write_free(spare + next_size, true);
+                self.index.insert(tail, spare + next_size);
+            } else if spare >= MIN_CHUNK {
+                tail.write_free(spare, true);
+                self.index.insert(tail, spare);
+                next.set_header(next_header & !PREV_IN_USE);
+            } else {
+                return;
+            }
+            chunk.set_header(needed | (chunk.header() & (PREV_IN_USE | IN_USE)));
+            self.counters.in_use -= spare;
+        }
+    }
+
+    /// Grows an allocated chunk of `size` bytes to at least `needed` by taking from its free
+    /// right neighbour. Returns whether it could.
+    ///
+    /// # Safety
+    /// `chunk` is an allocated chunk of `size < needed` bytes.
+    #[inline(always)]
+    unsafe fn grow_into_next(&mut self, chunk: Chunk, size: usize, needed: usize) -> bool {
+        // SAFETY: the neighbour is found through the valid header size; when free it is filed in
+        // the index, and the merged span is one chunk whose right neighbour is in use.
+        unsafe {
+            let next = chunk.after(size);
+            let next_header = next.header();
+            let available = size + (next_header & crate::chunk::SIZE_MASK);
+            if next_header & IN_USE != 0 || available < needed {
+                return false;
+            }
+            self.index.remove(next, available - size);
+            self.counters.in_use -= size;
+            let prev_flag = chunk.header() & PREV_IN_USE;
+            self.occupy_front(chunk, available, needed, prev_flag);
+        }
+        true
+    }
+
+    /// The bytes the block at `ptr` can hold (at least what was asked for).
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this heap.
+    pub unsafe fn usable_size(&self, ptr: NonNull<u8>) -> usize {
+        // SAFETY: a live block has a valid header.
+        unsafe { Chunk::from_payload(ptr).size() - WORD }
+    }
+
+    /// Checks that `ptr` is a live block of this heap, without changing anything.
+    ///
+    /// Detects pointers outside every region or off a payload boundary, blocks already free,
+    /// and headers that do not describe a chunk fitting its region. A pointer into a region that
+    /// was freed and whose memory now belongs to another live block cannot be told apart from
+    /// that block: no one-word design can.
+    pub fn validate(&self, ptr: NonNull<u8>) -> Result<(), Misuse> {
+        let addr = ptr.as_ptr().addr();
+        let foreign = Misuse::Foreign { addr };
+        if addr % GRANULE != 0 {
+            return Err(foreign);
+        }
+        let region = self.region_holding(addr).ok_or(foreign)?;
+        // SAFETY: `ptr` lies inside a region, after its first chunk's header and before its
+        // sentinel, so the word before it is readable; the neighbour is read only after its
+        // address is checked against the sentinel.
+        unsafe {
+            let chunk = Chunk::from_payload(ptr);
+            let header = chunk.header();
+            if header & IN_USE == 0 {
+                return Err(Misuse::DoubleFree { addr });
+            }
+            let size = header & crate::chunk::SIZE_MASK;
+            let corrupt = Misuse::CorruptHeader { addr, header };
+            if size < MIN_CHUNK || size > region.sentinel.addr() - chunk.addr() {
+                return Err(corrupt);
+            }
+            if chunk.after(size).header() & PREV_IN_USE == 0 {
+                return Err(corrupt);
+            }
+        }
+        Ok(())
+    }
+
+    /// [`Heap::validate`], and that `layout` fits the block.
+    fn validate_layout(&self, ptr: NonNull<u8>, layout: Layout) -> Result<(), Misuse> {
+        self.validate(ptr)?;
+        let addr = ptr.as_ptr().addr();
+        // SAFETY: validated just above.
+        let usable = unsafe { self.usable_size(ptr) };
+        if layout.size() > usable || addr & (layout.align() - 1) != 0 {
+            return Err(Misuse::LayoutMismatch { addr });
+        }
+        Ok(())
+    }
+}
+
+/// The padding to put in front of `chunk`'s payload so it is aligned to `align` (a power of two
+/// above `GRANULE`): zero, or at least `MIN_CHUNK` so the padding can be a free chunk.
+fn front_padding(chunk: Chunk, align: usize) -> Option<usize> {
+    let payload = chunk.payload().as_ptr().addr();
+    let aligned = crate::chunk::align_up(payload, align)?;
+    let padding = aligned - payload;
+    // `align >= 2 * GRANULE == MIN_CHUNK`, so one more step of `align` always makes room.
+    Some(if padding != 0 && padding < MIN_CHUNK {
+        padding + align
+    } else {
+        padding
+    })
+}
+
+/// Reports misuse caught by a checked build. It panics rather than corrupt the heap; inside a
+/// `GlobalAlloc` (which must not unwind) the runtime turns that into an abort with the message.
+#[cold]
+#[inline(never)]
+fn report(misuse: Misuse) -> ! {
+    panic!("{misuse}")
+}

@@ -1,0 +1,72 @@
+//! [`UnsyncHeap`]: a [`Heap`] as `#[global_allocator]` without a lock, for programs that have
+//! one thread (most wasm32 programs, bare-metal firmware without interrupts that allocate).
+//!
+//! Invariant: at most one call into the heap runs at a time, which the program promises by
+//! creating the value with the `unsafe` [`UnsyncHeap::new`].
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::cell::UnsafeCell;
+
+use crate::error::ClaimError;
+use crate::{global, Heap};
+
+/// A [`Heap`] with no lock, for single-threaded programs.
+pub struct UnsyncHeap {
+    heap: UnsafeCell<Heap>,
+}
+
+// SAFETY: `new` makes the program promise that no two threads ever use the heap at once.
+unsafe impl Sync for UnsyncHeap {}
+
+impl UnsyncHeap {
+    /// An empty heap for a single-threaded program.
+    ///
+    /// # Safety
+    /// The heap is never used from two threads at once (nor from an interrupt handler that may
+    /// run while another call is in progress).
+    pub const unsafe fn new() -> Self {
+        UnsyncHeap {
+            heap: UnsafeCell::new(Heap::new()),
+        }
+    }
+
+    /// The heap itself (statistics, checks, claiming).
+    ///
+    /// # Safety
+    /// No other reference to the heap is alive (no allocation is in progress).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn heap(&self) -> &mut Heap {
+        // SAFETY: the caller promises exclusive access.
+        unsafe { &mut *self.heap.get() }
+    }
+
+    /// Adds a region; see [`Heap::claim`].
+    ///
+    /// # Safety
+    /// As for [`Heap::claim`], and no allocation is in progress.
+    pub unsafe fn claim(&self, base: *mut u8, size: usize) -> Result<(), ClaimError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.heap().claim(base, size) }
+    }
+}
+
+// SAFETY: as for `LockedHeap`; exclusive access comes from the single-thread promise of `new`.
+unsafe impl GlobalAlloc for UnsyncHeap {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: single-threaded by the promise of `new`; no call is in progress.
+        global::alloc(unsafe { self.heap() }, layout)
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: as above, and the caller passes a block of this allocator with its layout.
+        unsafe { global::dealloc(self.heap(), ptr, layout) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: as above, and the caller passes a block of this allocator with its layout.
+        unsafe { global::realloc(self.heap(), ptr, layout, new_size) }
+    }
+}
