@@ -1,0 +1,286 @@
+//! The allocator registry: every contender, built over the same region behind the same lock.
+//!
+//! Each allocator is driven through its own raw heap API by a small adapter implementing
+//! [`RawHeap`]. [`Arena`] puts any adapter behind one `spin::Mutex` and exposes it as a
+//! [`GlobalAlloc`], the common currency of every workload (and of the trace replayer).
+//! [`with_allocator`] builds the contender named by an [`AllocatorId`] over a region and
+//! hands it to a generic [`UseAllocator`] visitor, so workloads are monomorphized per
+//! allocator and pay no dynamic dispatch.
+
+mod buddy_alloc;
+mod buddy_system;
+mod dlmalloc;
+mod galloc;
+mod linked_list;
+mod rlsf;
+mod system;
+mod talc;
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::fmt;
+use std::marker::PhantomData;
+use std::ptr;
+
+use crate::region::Region;
+
+/// One contender of the benchmark.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AllocatorId {
+    /// talc: bins + bitmap, tail tag.
+    Talc,
+    /// rlsf: two-level segregated fit.
+    Rlsf,
+    /// dlmalloc: the Rust port of Doug Lea's malloc 2.8, over a fixed region.
+    Dlmalloc,
+    /// good_memory_allocator ("galloc"): exact small bins and a first-fit list.
+    Galloc,
+    /// linked_list_allocator: address-ordered first fit.
+    LinkedList,
+    /// buddy_system_allocator: power-of-two buddy, 32 orders.
+    BuddySystem,
+    /// buddy-alloc: 64 B pool in front of a buddy allocator.
+    BuddyAlloc,
+    /// The platform allocator (`std::alloc::System`), unbounded: only where a workload allows.
+    System,
+}
+
+impl AllocatorId {
+    /// Every contender, in the order of the report's columns.
+    pub const ALL: &'static [AllocatorId] = &[
+        AllocatorId::Talc,
+        AllocatorId::Rlsf,
+        AllocatorId::Dlmalloc,
+        AllocatorId::Galloc,
+        AllocatorId::LinkedList,
+        AllocatorId::BuddySystem,
+        AllocatorId::BuddyAlloc,
+        AllocatorId::System,
+    ];
+
+    /// The name used on the command line, in tables and in result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            AllocatorId::Talc => "talc",
+            AllocatorId::Rlsf => "rlsf",
+            AllocatorId::Dlmalloc => "dlmalloc",
+            AllocatorId::Galloc => "galloc",
+            AllocatorId::LinkedList => "linked_list",
+            AllocatorId::BuddySystem => "buddy_system",
+            AllocatorId::BuddyAlloc => "buddy_alloc",
+            AllocatorId::System => "system",
+        }
+    }
+
+    /// The crate and exact version measured (pinned with `=` in this crate's manifest).
+    pub fn crate_version(self) -> &'static str {
+        match self {
+            AllocatorId::Talc => "talc 5.1.1",
+            AllocatorId::Rlsf => "rlsf 0.2.3",
+            AllocatorId::Dlmalloc => "dlmalloc 0.2.14",
+            AllocatorId::Galloc => "good_memory_allocator 0.1.7",
+            AllocatorId::LinkedList => "linked_list_allocator 0.10.6",
+            AllocatorId::BuddySystem => "buddy_system_allocator 0.13.0",
+            AllocatorId::BuddyAlloc => "buddy-alloc 0.6.0",
+            AllocatorId::System => "std::alloc::System (the platform malloc)",
+        }
+    }
+
+    /// Whether the allocator manages a fixed region (every contender but the system's).
+    pub fn is_arena(self) -> bool {
+        self != AllocatorId::System
+    }
+
+    /// Looks a contender up by its [`name`](Self::name).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|id| id.name() == name)
+    }
+}
+
+impl fmt::Display for AllocatorId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A contender could not be set up over the region it was given.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SetupError(pub String);
+
+impl fmt::Display for SetupError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for SetupError {}
+
+/// An allocator driven through its own, unsynchronized heap API.
+///
+/// Adapters translate between `core::alloc` conventions (null on failure) and each crate's.
+pub trait RawHeap: Send {
+    /// Whether dropping the heap reclaims its blocks (true for every arena: the region simply
+    /// goes back to the pool). When false, workloads must free every block they still hold.
+    const DROP_RECLAIMS_BLOCKS: bool = true;
+
+    /// A heap that owns no memory yet. It is placed at its final address before
+    /// [`claim`](Self::claim), since some heaps keep pointers to themselves.
+    fn unclaimed() -> Self;
+
+    /// Hands `len` bytes at `base` to the heap.
+    ///
+    /// # Safety
+    /// The memory must be writable, unused by anything else while the heap lives, and `self`
+    /// must not move afterwards.
+    unsafe fn claim(&mut self, base: *mut u8, len: usize) -> Result<(), SetupError>;
+
+    /// Allocates a block for `layout` (non-zero size); null when it cannot.
+    ///
+    /// # Safety
+    /// The heap must have been claimed; `layout.size()` must be non-zero.
+    unsafe fn allocate(&mut self, layout: Layout) -> *mut u8;
+
+    /// Frees a block.
+    ///
+    /// # Safety
+    /// `ptr` came from this heap with exactly `layout` and is not used afterwards.
+    unsafe fn deallocate(&mut self, ptr: *mut u8, layout: Layout);
+
+    /// Resizes a block, keeping its alignment and contents; null (and the old block intact)
+    /// when it cannot. The default moves the block; adapters override it with the crate's own
+    /// realloc when it has one.
+    ///
+    /// # Safety
+    /// As for [`deallocate`](Self::deallocate); `new_size` must be non-zero.
+    unsafe fn reallocate(&mut self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded from this function's contract.
+        unsafe { realloc_by_moving(self, ptr, layout, new_size) }
+    }
+}
+
+/// Realloc for heaps without one: allocate, copy the smaller size, free the old block.
+///
+/// # Safety
+/// As for [`RawHeap::reallocate`].
+pub unsafe fn realloc_by_moving<H: RawHeap + ?Sized>(
+    heap: &mut H,
+    ptr: *mut u8,
+    layout: Layout,
+    new_size: usize,
+) -> *mut u8 {
+    let Ok(new_layout) = Layout::from_size_align(new_size, layout.align()) else {
+        return ptr::null_mut();
+    };
+    // SAFETY: the heap is claimed and `new_size` is non-zero (caller's contract).
+    let new_ptr = unsafe { heap.allocate(new_layout) };
+    if !new_ptr.is_null() {
+        // SAFETY: both blocks are live, distinct, and at least `min(old, new)` bytes long;
+        // the old block came from this heap with `layout` (caller's contract).
+        unsafe {
+            ptr::copy_nonoverlapping(ptr, new_ptr, layout.size().min(new_size));
+            heap.deallocate(ptr, layout);
+        }
+    }
+    new_ptr
+}
+
+/// A contender as the workloads see it: a [`RawHeap`] behind the one lock type shared by all,
+/// over memory borrowed from a [`Region`] for `'r`.
+pub struct Arena<'r, H: RawHeap> {
+    heap: spin::Mutex<H>,
+    memory: PhantomData<&'r mut [u8]>,
+}
+
+impl<'r, H: RawHeap> Arena<'r, H> {
+    /// Builds a fresh heap over the first `len` bytes of `region`.
+    pub fn over(region: &'r mut Region, len: usize) -> Result<Box<Self>, SetupError> {
+        if len > region.len() {
+            return Err(SetupError(format!(
+                "heap of {len} bytes asked for over a region of {}",
+                region.len()
+            )));
+        }
+        let mut arena = Box::new(Self {
+            heap: spin::Mutex::new(H::unclaimed()),
+            memory: PhantomData,
+        });
+        // SAFETY: the region is writable and exclusively borrowed for `'r`, as long as the
+        // arena can live; the heap sits in a box and never moves again.
+        unsafe { arena.heap.get_mut().claim(region.base(), len)? };
+        Ok(arena)
+    }
+
+    /// Direct access to the heap under the lock (used where the lock must stay out of the
+    /// measurement, e.g. instruction counts).
+    pub fn lock(&self) -> spin::MutexGuard<'_, H> {
+        self.heap.lock()
+    }
+}
+
+// SAFETY: every call goes to the heap under the lock, and each adapter upholds `RawHeap`'s
+// contract, which is `GlobalAlloc`'s: blocks fit the layout, null on failure, contents kept
+// on realloc.
+unsafe impl<H: RawHeap> GlobalAlloc for Arena<'_, H> {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded from `GlobalAlloc::alloc`'s contract (non-zero size).
+        unsafe { self.heap.lock().allocate(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded from `GlobalAlloc::dealloc`'s contract.
+        unsafe { self.heap.lock().deallocate(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded from `GlobalAlloc::realloc`'s contract.
+        unsafe { self.heap.lock().reallocate(ptr, layout, new_size) }
+    }
+}
+
+/// Work to run on one contender, generic over its heap type.
+pub trait UseAllocator {
+    /// What the work produces.
+    type Output;
+    /// Runs the work. `arena` is a [`GlobalAlloc`] + [`Sync`]; [`Arena::lock`] gives raw access.
+    fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> Self::Output;
+}
+
+/// Builds the contender `id` over the first `heap_len` bytes of `region` and runs `work` on it.
+///
+/// This is the entry point for anything generic over `A: GlobalAlloc` (workloads, trace
+/// replay): implement [`UseAllocator`] and pass the allocator's name through
+/// [`AllocatorId::from_name`].
+pub fn with_allocator<U: UseAllocator>(
+    id: AllocatorId,
+    region: &mut Region,
+    heap_len: usize,
+    work: U,
+) -> Result<U::Output, SetupError> {
+    match id {
+        AllocatorId::Talc => run_over::<talc::TalcHeap, U>(region, heap_len, work),
+        AllocatorId::Rlsf => run_over::<rlsf::RlsfHeap, U>(region, heap_len, work),
+        AllocatorId::Dlmalloc => run_over::<dlmalloc::DlmallocHeap, U>(region, heap_len, work),
+        AllocatorId::Galloc => run_over::<galloc::GallocHeap, U>(region, heap_len, work),
+        AllocatorId::LinkedList => {
+            run_over::<linked_list::LinkedListHeap, U>(region, heap_len, work)
+        }
+        AllocatorId::BuddySystem => {
+            run_over::<buddy_system::BuddySystemHeap, U>(region, heap_len, work)
+        }
+        AllocatorId::BuddyAlloc => {
+            run_over::<buddy_alloc::BuddyAllocHeap, U>(region, heap_len, work)
+        }
+        AllocatorId::System => run_over::<system::SystemHeap, U>(region, heap_len, work),
+    }
+}
+
+fn run_over<H: RawHeap, U: UseAllocator>(
+    region: &mut Region,
+    heap_len: usize,
+    work: U,
+) -> Result<U::Output, SetupError> {
+    let arena = Arena::<H>::over(region, heap_len)?;
+    Ok(work.run(&*arena))
+}
+
+#[cfg(test)]
+mod tests;

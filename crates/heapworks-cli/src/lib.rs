@@ -1,0 +1,12 @@
+//! `heapworks bench`: heapworks and its peers on identical workloads, side by side.
+//!
+//! - [`contenders`]: the allocator registry; every allocator over the same pre-touched
+//!   [`region`], behind the same lock, as a `GlobalAlloc`.
+//! - [`workloads`]: one module per workload, each named for what it measures.
+//! - [`instructions`]: instruction counts per call under valgrind (the regression gate).
+//! - [`runner`]: plans cases, interleaves trials allocator by allocator, aggregates medians.
+//! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms.
+
+pub mod contenders;
+pub mod region;
+pub mod rng;
