@@ -11,6 +11,7 @@ mod buddy_alloc;
 mod buddy_system;
 mod dlmalloc;
 mod galloc;
+mod heapworks;
 mod linked_list;
 mod rlsf;
 mod system;
@@ -26,6 +27,8 @@ use crate::region::Region;
 /// One contender of the benchmark.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AllocatorId {
+    /// heapworks, the allocator under test: every ratio is to it.
+    Heapworks,
     /// talc: bins + bitmap, tail tag.
     Talc,
     /// rlsf: two-level segregated fit.
@@ -47,6 +50,7 @@ pub enum AllocatorId {
 impl AllocatorId {
     /// Every contender, in the order of the report's columns.
     pub const ALL: &'static [AllocatorId] = &[
+        AllocatorId::Heapworks,
         AllocatorId::Talc,
         AllocatorId::Rlsf,
         AllocatorId::Dlmalloc,
@@ -60,6 +64,7 @@ impl AllocatorId {
     /// The name used on the command line, in tables and in result files.
     pub fn name(self) -> &'static str {
         match self {
+            AllocatorId::Heapworks => "heapworks",
             AllocatorId::Talc => "talc",
             AllocatorId::Rlsf => "rlsf",
             AllocatorId::Dlmalloc => "dlmalloc",
@@ -74,6 +79,7 @@ impl AllocatorId {
     /// The crate and exact version measured (pinned with `=` in this crate's manifest).
     pub fn crate_version(self) -> &'static str {
         match self {
+            AllocatorId::Heapworks => HEAPWORKS_VERSION,
             AllocatorId::Talc => "talc 5.1.1",
             AllocatorId::Rlsf => "rlsf 0.2.3",
             AllocatorId::Dlmalloc => "dlmalloc 0.2.14",
@@ -83,6 +89,11 @@ impl AllocatorId {
             AllocatorId::BuddyAlloc => "buddy-alloc 0.6.0",
             AllocatorId::System => "std::alloc::System (the platform malloc)",
         }
+    }
+
+    /// Whether the crate comes from crates.io, pinned to an exact version.
+    pub fn is_pinned_peer(self) -> bool {
+        !matches!(self, AllocatorId::Heapworks | AllocatorId::System)
     }
 
     /// Whether the allocator manages a fixed region (every contender but the system's).
@@ -101,6 +112,10 @@ impl fmt::Display for AllocatorId {
         f.write_str(self.name())
     }
 }
+
+/// heapworks is a path dependency: the version is the workspace's checkout (see the report's
+/// git revision).
+const HEAPWORKS_VERSION: &str = "heapworks (this workspace)";
 
 /// A contender could not be set up over the region it was given.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -256,6 +271,7 @@ pub fn with_allocator<U: UseAllocator>(
     work: U,
 ) -> Result<U::Output, SetupError> {
     match id {
+        AllocatorId::Heapworks => run_over::<heapworks::HeapworksHeap, U>(region, heap_len, work),
         AllocatorId::Talc => run_over::<talc::TalcHeap, U>(region, heap_len, work),
         AllocatorId::Rlsf => run_over::<rlsf::RlsfHeap, U>(region, heap_len, work),
         AllocatorId::Dlmalloc => run_over::<dlmalloc::DlmallocHeap, U>(region, heap_len, work),

@@ -73,7 +73,7 @@ fn names_round_trip() {
 #[test]
 fn printed_versions_match_the_manifest_pins() {
     let manifest = include_str!("../../Cargo.toml");
-    for &id in AllocatorId::ALL.iter().filter(|id| id.is_arena()) {
+    for &id in AllocatorId::ALL.iter().filter(|id| id.is_pinned_peer()) {
         let (krate, version) = id.crate_version().split_once(' ').unwrap();
         let pin = format!("\"={version}\"");
         let line = manifest
