@@ -1,0 +1,396 @@
+//! Shadow-model testing for heapworks, shared by the integration tests, the soak runs and the
+//! fuzz target.
+//!
+//! A [`Model`] runs [`Op`]s against a [`heapworks::Heap`] and keeps a shadow of every live block.
+//! After every operation it verifies what a user relies on:
+//! - every block is aligned as asked, lies inside the arena and overlaps no other live block;
+//! - `usable_size` is at least the size asked for;
+//! - contents survive: each block is filled with a pattern derived from its id, verified on
+//!   every realloc and free (up to the smaller of the old and new sizes across a realloc);
+//! - a failed request leaves the heap unchanged (statistics equal before and after);
+//! - `check()` passes (every `check_every` operations, and always at the end).
+
+use std::alloc::Layout;
+use std::collections::BTreeMap;
+use std::ptr::NonNull;
+
+use heapworks::Heap;
+
+/// Memory for a heap to claim: a zeroed, 16-byte aligned buffer that outlives the heap.
+pub struct Arena {
+    memory: Vec<u128>,
+}
+
+impl Arena {
+    /// An arena of at least `bytes` bytes.
+    pub fn new(bytes: usize) -> Arena {
+        Arena {
+            memory: vec![0; bytes.div_ceil(16)],
+        }
+    }
+
+    /// The first byte.
+    pub fn base(&mut self) -> *mut u8 {
+        self.memory.as_mut_ptr().cast()
+    }
+
+    /// The arena's size in bytes.
+    pub fn len(&self) -> usize {
+        self.memory.len() * 16
+    }
+
+    /// Whether the arena has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.memory.is_empty()
+    }
+
+    /// The address range, for bounds checks.
+    pub fn range(&self) -> std::ops::Range<usize> {
+        let start = self.memory.as_ptr().addr();
+        start..start + self.len()
+    }
+
+    /// A heap over the whole arena (the arena must outlive it).
+    pub fn heap(&mut self) -> Heap {
+        let mut heap = Heap::new();
+        // SAFETY: the arena's memory is used by nothing else while the heap lives (callers keep
+        // the arena alive and untouched), and the pointer carries provenance for all of it.
+        unsafe { heap.claim(self.base(), self.len()) }.expect("arena large enough");
+        heap
+    }
+}
+
+/// One operation on the heap. Slots name live blocks by position (taken modulo the number of
+/// live blocks, so any value is valid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    /// Allocate `size` bytes aligned to `1 << align_log2`.
+    Alloc { size: usize, align_log2: u8 },
+    /// Free with the layout, as `GlobalAlloc::dealloc`.
+    Dealloc { slot: usize },
+    /// Free without the size, as C's `free`.
+    Free { slot: usize },
+    /// Resize, keeping the alignment.
+    Realloc { slot: usize, size: usize },
+    /// Grow without moving, if the neighbour allows.
+    GrowInPlace { slot: usize, size: usize },
+}
+
+impl Op {
+    /// Decodes operations from arbitrary bytes (for fuzzing): 4 bytes an operation.
+    pub fn decode_all(bytes: &[u8], max_size: usize) -> Vec<Op> {
+        bytes
+            .chunks_exact(4)
+            .map(|b| {
+                let value = u16::from_le_bytes([b[1], b[2]]) as usize;
+                let size = value * (b[3] as usize + 1) % (max_size + 1);
+                let slot = value;
+                match b[0] % 8 {
+                    0..=2 => Op::Alloc {
+                        size,
+                        align_log2: b[3] % 13,
+                    },
+                    3 => Op::Dealloc { slot },
+                    4 => Op::Free { slot },
+                    5 | 6 => Op::Realloc {
+                        slot: b[3] as usize,
+                        size,
+                    },
+                    _ => Op::GrowInPlace {
+                        slot: b[3] as usize,
+                        size,
+                    },
+                }
+            })
+            .collect()
+    }
+}
+
+/// A live block in the shadow.
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    ptr: NonNull<u8>,
+    layout: Layout,
+    id: u64,
+}
+
+/// What a run did, for tests that want to see the work was real.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Tally {
+    pub allocations: u64,
+    pub failed_allocations: u64,
+    pub frees: u64,
+    pub reallocs: u64,
+    pub reallocs_in_place: u64,
+    pub failed_reallocs: u64,
+    pub grown_in_place: u64,
+}
+
+/// A heap, its arena's bounds, and the shadow of its live blocks.
+pub struct Model<'a> {
+    heap: &'a mut Heap,
+    bounds: std::ops::Range<usize>,
+    live: Vec<Block>,
+    /// Live blocks by start address → end address, for overlap checks.
+    spans: BTreeMap<usize, usize>,
+    next_id: u64,
+    ops_run: u64,
+    check_every: u64,
+    pub tally: Tally,
+}
+
+impl<'a> Model<'a> {
+    /// A model over `heap`, whose blocks must all lie in `bounds`. `check()` runs after every
+    /// `check_every` operations.
+    pub fn new(heap: &'a mut Heap, bounds: std::ops::Range<usize>, check_every: u64) -> Self {
+        Model {
+            heap,
+            bounds,
+            live: Vec::new(),
+            spans: BTreeMap::new(),
+            next_id: 1,
+            ops_run: 0,
+            check_every: check_every.max(1),
+            tally: Tally::default(),
+        }
+    }
+
+    /// The number of live blocks.
+    pub fn live_blocks(&self) -> usize {
+        self.live.len()
+    }
+
+    /// The total requested bytes of the live blocks.
+    pub fn live_bytes(&self) -> usize {
+        self.live.iter().map(|b| b.layout.size()).sum()
+    }
+
+    /// Runs one operation and verifies the heap.
+    pub fn apply(&mut self, op: Op) {
+        match op {
+            Op::Alloc { size, align_log2 } => self.alloc(size, 1 << align_log2.min(20)),
+            Op::Dealloc { slot } => self.free(slot, true),
+            Op::Free { slot } => self.free(slot, false),
+            Op::Realloc { slot, size } => self.realloc(slot, size),
+            Op::GrowInPlace { slot, size } => self.grow_in_place(slot, size),
+        }
+        self.ops_run += 1;
+        if self.ops_run % self.check_every == 0 {
+            self.check();
+        }
+    }
+
+    /// Verifies the heap with its checker and the statistics against the shadow.
+    pub fn check(&self) {
+        if let Err(corruption) = self.heap.check() {
+            panic!("after {} operations: {corruption}", self.ops_run);
+        }
+        let stats = self.heap.stats();
+        assert!(stats.in_use >= self.live_bytes(), "in_use below live bytes");
+        assert_eq!(stats.in_use + stats.free, stats.managed);
+        assert!(stats.largest_free <= stats.free);
+    }
+
+    /// Frees every live block (verifying each) and checks the heap is whole again.
+    pub fn free_all(&mut self) {
+        while !self.live.is_empty() {
+            self.free(0, false);
+        }
+        self.check();
+        let stats = self.heap.stats();
+        assert_eq!(stats.in_use, 0, "bytes leaked after freeing everything");
+    }
+
+    fn alloc(&mut self, size: usize, align: usize) {
+        let layout = Layout::from_size_align(size, align).expect("valid layout");
+        let before = self.heap.stats();
+        match self.heap.allocate(layout) {
+            Ok(ptr) => {
+                self.tally.allocations += 1;
+                let id = self.next_id;
+                self.next_id += 1;
+                self.admit(Block { ptr, layout, id });
+                fill(ptr, layout.size(), id);
+            }
+            Err(_) => {
+                self.tally.failed_allocations += 1;
+                self.assert_unchanged(before);
+            }
+        }
+    }
+
+    fn free(&mut self, slot: usize, with_layout: bool) {
+        let Some(index) = self.slot(slot) else { return };
+        let block = self.live.swap_remove(index);
+        self.spans.remove(&block.ptr.as_ptr().addr());
+        verify(block.ptr, block.layout.size(), block.id, "free");
+        // SAFETY: `block` is live in this heap with this layout, and is forgotten here.
+        unsafe {
+            if with_layout {
+                self.heap.deallocate(block.ptr, block.layout);
+            } else {
+                self.heap.free(block.ptr);
+            }
+        }
+        self.tally.frees += 1;
+    }
+
+    fn realloc(&mut self, slot: usize, size: usize) {
+        let Some(index) = self.slot(slot) else { return };
+        let block = self.live[index];
+        verify(block.ptr, block.layout.size(), block.id, "realloc (before)");
+        let before = self.heap.stats();
+        // SAFETY: `block` is live in this heap with this layout.
+        match unsafe { self.heap.realloc(block.ptr, block.layout, size) } {
+            Ok(ptr) => {
+                self.tally.reallocs += 1;
+                if ptr == block.ptr {
+                    self.tally.reallocs_in_place += 1;
+                }
+                let kept = block.layout.size().min(size);
+                verify(ptr, kept, block.id, "realloc (after)");
+                self.live.swap_remove(index);
+                self.spans.remove(&block.ptr.as_ptr().addr());
+                let layout = Layout::from_size_align(size, block.layout.align()).unwrap();
+                self.admit(Block { ptr, layout, ..block });
+                fill(ptr, size, block.id);
+            }
+            Err(_) => {
+                self.tally.failed_reallocs += 1;
+                self.assert_unchanged(before);
+                verify(block.ptr, block.layout.size(), block.id, "failed realloc");
+            }
+        }
+    }
+
+    fn grow_in_place(&mut self, slot: usize, size: usize) {
+        let Some(index) = self.slot(slot) else { return };
+        let block = self.live[index];
+        if size < block.layout.size() {
+            return;
+        }
+        // SAFETY: `block` is live in this heap.
+        if unsafe { self.heap.try_grow_in_place(block.ptr, size) }.is_ok() {
+            self.tally.grown_in_place += 1;
+            self.live.swap_remove(index);
+            self.spans.remove(&block.ptr.as_ptr().addr());
+            let layout = Layout::from_size_align(size, block.layout.align()).unwrap();
+            self.admit(Block { layout, ..block });
+            verify(block.ptr, block.layout.size(), block.id, "grow in place");
+            fill(block.ptr, size, block.id);
+        }
+    }
+
+    fn slot(&self, slot: usize) -> Option<usize> {
+        (!self.live.is_empty()).then(|| slot % self.live.len())
+    }
+
+    /// Verifies a new block's placement and records it.
+    fn admit(&mut self, block: Block) {
+        let start = block.ptr.as_ptr().addr();
+        // SAFETY: `block` is live in this heap.
+        let usable = unsafe { self.heap.usable_size(block.ptr) };
+        let end = start + usable.max(1);
+        assert_eq!(start % block.layout.align(), 0, "misaligned block {block:?}");
+        assert!(usable >= block.layout.size(), "usable size {usable} too small");
+        assert!(
+            self.bounds.start <= start && end <= self.bounds.end,
+            "block {block:?} outside the arena"
+        );
+        if let Some((_, &prev_end)) = self.spans.range(..=start).next_back() {
+            assert!(prev_end <= start, "block {block:?} overlaps the one before");
+        }
+        if let Some((&next_start, _)) = self.spans.range(start..).next() {
+            assert!(end <= next_start, "block {block:?} overlaps the one after");
+        }
+        self.spans.insert(start, end);
+        self.live.push(block);
+    }
+
+    fn assert_unchanged(&self, before: heapworks::Stats) {
+        let after = self.heap.stats();
+        assert_eq!(before, after, "a failed call changed the heap");
+    }
+}
+
+/// The pattern byte at `offset` of block `id`.
+fn pattern(id: u64, offset: usize) -> u8 {
+    (id as usize).wrapping_mul(31).wrapping_add(offset / 8) as u8
+}
+
+fn fill(ptr: NonNull<u8>, len: usize, id: u64) {
+    // SAFETY: the block holds at least `len` bytes and is owned by the model.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) };
+    for (offset, byte) in bytes.iter_mut().enumerate() {
+        *byte = pattern(id, offset);
+    }
+}
+
+fn verify(ptr: NonNull<u8>, len: usize, id: u64, when: &str) {
+    // SAFETY: the block holds at least `len` initialized bytes written by `fill`.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) };
+    if let Some(offset) = (0..len).find(|&offset| bytes[offset] != pattern(id, offset)) {
+        panic!("block {id} lost its contents at byte {offset} ({when})");
+    }
+}
+
+/// A small deterministic PRNG (xorshift64*), so runs repeat exactly for a seed.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed` (any value).
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// A value in `0..bound` (`bound > 0`).
+    pub fn below(&mut self, bound: usize) -> usize {
+        (self.next_u64() % bound as u64) as usize
+    }
+}
+
+/// A random operation: mostly small sizes, some large, alignments mostly natural.
+pub fn random_op(rng: &mut Rng, live: usize, max_size: usize) -> Op {
+    let roll = rng.below(100);
+    let size = if rng.below(8) == 0 {
+        rng.below(max_size + 1)
+    } else {
+        rng.below(max_size.min(256) + 1)
+    };
+    let slot = rng.below(usize::MAX);
+    match roll {
+        _ if live < 8 || roll < 45 => Op::Alloc {
+            size,
+            align_log2: if rng.below(10) == 0 { rng.below(13) as u8 } else { 3 },
+        },
+        45..=69 => Op::Dealloc { slot },
+        70..=79 => Op::Free { slot },
+        80..=94 => Op::Realloc { slot, size },
+        _ => Op::GrowInPlace { slot, size },
+    }
+}
+
+/// Runs `ops` random operations for `seed` over a fresh arena of `arena_bytes`, checking the heap
+/// every `check_every` operations, then frees everything. Returns what was done.
+pub fn soak(seed: u64, ops: usize, max_size: usize, arena_bytes: usize, check_every: u64) -> Tally {
+    let mut arena = Arena::new(arena_bytes);
+    let bounds = arena.range();
+    let mut heap = arena.heap();
+    let mut model = Model::new(&mut heap, bounds, check_every);
+    let mut rng = Rng::new(seed);
+    for _ in 0..ops {
+        let op = random_op(&mut rng, model.live_blocks(), max_size);
+        model.apply(op);
+    }
+    model.check();
+    model.free_all();
+    model.tally
+}

@@ -1,0 +1,74 @@
+//! Randomized operation sequences against the shadow model (see `heapworks-testkit`): alignment,
+//! no overlap, usable size, contents kept across realloc and free, failed calls change nothing,
+//! and `check()` after every step.
+//!
+//! Two drivers: proptest (shrinks a failure to a minimal sequence) and seeded soak runs (many
+//! more operations, deterministic per seed). Together they run millions of operations; under Miri
+//! the sizes shrink so the same code runs in minutes.
+
+use heapworks_testkit::{soak, Arena, Model, Op};
+use proptest::prelude::*;
+
+fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (0..=max_size, prop_oneof![8 => Just(3u8), 1 => 0u8..13])
+            .prop_map(|(size, align_log2)| Op::Alloc { size, align_log2 }),
+        2 => any::<usize>().prop_map(|slot| Op::Dealloc { slot }),
+        1 => any::<usize>().prop_map(|slot| Op::Free { slot }),
+        2 => (any::<usize>(), 0..=max_size).prop_map(|(slot, size)| Op::Realloc { slot, size }),
+        1 => (any::<usize>(), 0..=max_size).prop_map(|(slot, size)| Op::GrowInPlace { slot, size }),
+    ]
+}
+
+fn run(ops: &[Op], arena_bytes: usize) {
+    let mut arena = Arena::new(arena_bytes);
+    let bounds = arena.range();
+    let mut heap = arena.heap();
+    let mut model = Model::new(&mut heap, bounds, 1);
+    for &op in ops {
+        model.apply(op);
+    }
+    model.free_all();
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: if cfg!(miri) { 4 } else { 256 },
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// Small blocks in a small arena: exhaustion, splitting and coalescing all the time.
+    #[test]
+    fn small_blocks_in_a_tight_arena(ops in prop::collection::vec(op_strategy(300), 1..600)) {
+        run(&ops, 16 * 1024);
+    }
+
+    /// Sizes across many bins, with high alignments.
+    #[test]
+    fn mixed_sizes(ops in prop::collection::vec(op_strategy(40_000), 1..600)) {
+        run(&ops, 1 << 20);
+    }
+}
+
+/// Operations per soak seed, and seeds per test: 2.4 million operations in all normally.
+const SOAK_OPS: usize = if cfg!(miri) { 300 } else { 200_000 };
+const SOAK_SEEDS: u64 = if cfg!(miri) { 1 } else { 6 };
+
+#[test]
+fn soak_small_sizes_near_exhaustion() {
+    for seed in 0..SOAK_SEEDS {
+        let tally = soak(seed, SOAK_OPS, 512, 64 * 1024, 16);
+        assert!(tally.failed_allocations > 0, "the arena never filled: {tally:?}");
+        assert!(tally.reallocs_in_place > 0 && tally.frees > 0, "{tally:?}");
+    }
+}
+
+#[test]
+fn soak_large_sizes() {
+    for seed in 100..100 + SOAK_SEEDS {
+        let tally = soak(seed, SOAK_OPS, 64 * 1024, 4 << 20, 64);
+        assert!(tally.allocations > tally.failed_allocations, "{tally:?}");
+        assert!(tally.grown_in_place > 0, "{tally:?}");
+    }
+}

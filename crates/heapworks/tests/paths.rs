@@ -1,0 +1,394 @@
+//! One test per path through the heap: split, coalescing, in-place resizing, alignment near the
+//! edges, regions, exhaustion, and the defined results for odd requests.
+
+use std::alloc::Layout;
+use std::ptr::NonNull;
+
+use heapworks::{ClaimError, Heap, GRANULE};
+use heapworks_testkit::Arena;
+
+const WORD: usize = std::mem::size_of::<usize>();
+
+fn layout(size: usize) -> Layout {
+    Layout::from_size_align(size, 8).unwrap()
+}
+
+fn alloc(heap: &mut Heap, size: usize) -> NonNull<u8> {
+    heap.allocate(layout(size)).expect("room for the block")
+}
+
+fn addr(ptr: NonNull<u8>) -> usize {
+    ptr.as_ptr().addr()
+}
+
+/// Frees through C-style `free`, which needs no size.
+fn free(heap: &mut Heap, ptr: NonNull<u8>) {
+    // SAFETY: every pointer the tests free came from this heap and is freed once.
+    unsafe { heap.free(ptr) }
+}
+
+#[test]
+fn a_fresh_heap_is_one_free_chunk_and_splits_from_the_front() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let empty = heap.stats();
+    assert_eq!(empty.in_use, 0);
+    assert_eq!(empty.largest_free + WORD, empty.free);
+    let a = alloc(&mut heap, 100);
+    let b = alloc(&mut heap, 100);
+    assert_eq!(addr(a) % GRANULE, 0);
+    // 100 bytes + a one-word header, rounded to the granule.
+    let chunk = (100 + WORD).div_ceil(GRANULE) * GRANULE;
+    assert_eq!(addr(b) - addr(a), chunk);
+    let stats = heap.stats();
+    assert_eq!(stats.in_use, 2 * chunk);
+    assert_eq!(stats.largest_free + WORD, stats.free, "the rest stays one chunk");
+    heap.check().unwrap();
+}
+
+#[test]
+fn free_coalesces_right_left_and_both() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let blocks: Vec<_> = (0..6).map(|_| alloc(&mut heap, 200)).collect();
+    let chunk = addr(blocks[1]) - addr(blocks[0]);
+    // Right: free [1] then [0]; [0] merges with [1].
+    free(&mut heap, blocks[1]);
+    free(&mut heap, blocks[0]);
+    heap.check().unwrap();
+    let merged = alloc(&mut heap, 2 * chunk - WORD);
+    assert_eq!(merged, blocks[0], "right coalescing makes one chunk");
+    // Left: free [2] then [3]; [3] merges into [2].
+    free(&mut heap, blocks[2]);
+    free(&mut heap, blocks[3]);
+    heap.check().unwrap();
+    let merged_left = alloc(&mut heap, 2 * chunk - WORD);
+    assert_eq!(merged_left, blocks[2], "left coalescing makes one chunk");
+    // Both: free the two around the middle, then the middle.
+    free(&mut heap, merged);
+    free(&mut heap, blocks[4]);
+    free(&mut heap, merged_left);
+    heap.check().unwrap();
+    let everything_before_5 = alloc(&mut heap, 5 * chunk - WORD);
+    assert_eq!(everything_before_5, blocks[0], "both sides coalesce");
+    free(&mut heap, everything_before_5);
+    free(&mut heap, blocks[5]);
+    let stats = heap.stats();
+    assert_eq!(stats.in_use, 0);
+    assert_eq!(stats.largest_free + WORD, stats.free, "all one chunk again");
+    heap.check().unwrap();
+}
+
+#[test]
+fn realloc_grows_into_a_free_neighbour_in_place() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let a = alloc(&mut heap, 100);
+    let b = alloc(&mut heap, 1000);
+    let _guard = alloc(&mut heap, 16);
+    free(&mut heap, b);
+    // SAFETY: `a` is live with this layout.
+    let grown = unsafe { heap.realloc(a, layout(100), 900) }.unwrap();
+    assert_eq!(grown, a);
+    // SAFETY: as above.
+    assert!(unsafe { heap.usable_size(a) } >= 900);
+    heap.check().unwrap();
+    // Growing past the free neighbour moves the block.
+    // SAFETY: as above.
+    let moved = unsafe { heap.realloc(a, layout(900), 5000) }.unwrap();
+    assert_ne!(moved, a);
+    assert_eq!(heap.stats().reallocs, 2);
+    heap.check().unwrap();
+}
+
+#[test]
+fn the_last_block_grows_into_the_free_tail() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let a = alloc(&mut heap, 64);
+    // SAFETY: `a` is live.
+    unsafe { heap.try_grow_in_place(a, 40_000) }.unwrap();
+    // SAFETY: as above.
+    assert!(unsafe { heap.usable_size(a) } >= 40_000);
+    // SAFETY: as above.
+    assert!(unsafe { heap.try_grow_in_place(a, 80_000) }.is_err());
+    heap.check().unwrap();
+}
+
+#[test]
+fn shrinking_splits_off_the_tail_in_place() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let a = alloc(&mut heap, 1000);
+    let _guard = alloc(&mut heap, 16);
+    let before = heap.stats();
+    // SAFETY: `a` is live with this layout.
+    let shrunk = unsafe { heap.realloc(a, layout(1000), 100) }.unwrap();
+    assert_eq!(shrunk, a);
+    let after = heap.stats();
+    assert!(after.in_use < before.in_use);
+    // The tail is a free chunk right behind the shrunk block.
+    let next = alloc(&mut heap, 500);
+    // SAFETY: `a` is live.
+    assert_eq!(addr(next), addr(a) + unsafe { heap.usable_size(a) } + WORD);
+    heap.check().unwrap();
+}
+
+#[test]
+fn shrinking_hands_even_a_small_tail_to_a_free_neighbour() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let a = alloc(&mut heap, 120);
+    let before = heap.stats().in_use;
+    // SAFETY: `a` is live; its right neighbour is the free rest of the arena.
+    unsafe { heap.realloc(a, layout(120), 100) }.unwrap();
+    assert_eq!(heap.stats().in_use, before - GRANULE);
+    heap.check().unwrap();
+}
+
+#[test]
+fn aligned_blocks_near_region_edges() {
+    for align_log2 in 4..=13 {
+        let align = 1 << align_log2;
+        for offset in [0usize, 8, 24, 40, 72] {
+            let mut arena = Arena::new(4 * align + 1024);
+            let base = arena.base();
+            let mut heap = Heap::new();
+            // SAFETY: the arena outlives the heap; the offset keeps us inside it.
+            unsafe { heap.claim(base.add(offset), arena.len() - offset) }.unwrap();
+            let mut blocks = Vec::new();
+            while let Ok(block) = heap.allocate(Layout::from_size_align(align / 2, align).unwrap()) {
+                assert_eq!(addr(block) % align, 0);
+                blocks.push(block);
+                heap.check().unwrap();
+            }
+            assert!(!blocks.is_empty(), "align {align} offset {offset}: nothing fit");
+            for block in blocks {
+                free(&mut heap, block);
+            }
+            let stats = heap.stats();
+            assert_eq!(stats.in_use, 0);
+            assert_eq!(stats.largest_free + WORD, stats.free);
+            heap.check().unwrap();
+        }
+    }
+}
+
+#[test]
+fn aligned_padding_goes_back_to_the_index() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let _small = alloc(&mut heap, 8);
+    let before = heap.stats();
+    let block = heap.allocate(Layout::from_size_align(1, 4096).unwrap()).unwrap();
+    assert_eq!(addr(block) % 4096, 0);
+    let after = heap.stats();
+    // Only the block itself is in use: the padding in front is free again.
+    assert!(after.in_use - before.in_use < 4096);
+    let filler = alloc(&mut heap, 64);
+    assert!(addr(filler) < addr(block), "the padding in front is reused");
+    heap.check().unwrap();
+}
+
+#[test]
+fn extend_grows_a_region_in_place() {
+    let mut arena = Arena::new(64 * 1024);
+    let base = arena.base();
+    let mut heap = Heap::new();
+    // SAFETY: the arena outlives the heap; we claim a prefix and extend within the arena.
+    unsafe { heap.claim(base, 4096) }.unwrap();
+    let mut blocks = Vec::new();
+    while let Ok(block) = heap.allocate(layout(500)) {
+        blocks.push(block);
+    }
+    let full = blocks.len();
+    // A growth smaller than a chunk waits for the next one.
+    // SAFETY: within the arena.
+    unsafe { heap.extend(base, 4096 + 8) }.unwrap();
+    heap.check().unwrap();
+    // SAFETY: within the arena.
+    unsafe { heap.extend(base, 32 * 1024) }.unwrap();
+    heap.check().unwrap();
+    while let Ok(block) = heap.allocate(layout(500)) {
+        blocks.push(block);
+    }
+    assert!(blocks.len() > 6 * full);
+    // Free the last block so the region ends in a free chunk, then extend again: it joins it.
+    free(&mut heap, blocks.pop().unwrap());
+    let before = heap.stats().largest_free;
+    // SAFETY: within the arena.
+    unsafe { heap.extend(base, 64 * 1024) }.unwrap();
+    assert!(heap.stats().largest_free >= before + 30 * 1024);
+    assert_eq!(
+        // SAFETY: within the arena.
+        unsafe { heap.extend(base, 1024) },
+        Err(ClaimError::Shrinks)
+    );
+    assert_eq!(
+        // SAFETY: never reaches memory: the base is unknown.
+        unsafe { heap.extend(base.wrapping_add(16), 64 * 1024) },
+        Err(ClaimError::UnknownRegion)
+    );
+    heap.check().unwrap();
+}
+
+#[test]
+fn several_regions_serve_and_never_merge() {
+    let mut first = Arena::new(8 * 1024);
+    let mut second = Arena::new(8 * 1024);
+    let mut heap = Heap::new();
+    // SAFETY: both arenas outlive the heap and are disjoint.
+    unsafe {
+        heap.claim(first.base(), first.len()).unwrap();
+        heap.claim(second.base(), second.len()).unwrap();
+        assert_eq!(
+            heap.claim(first.base().add(1024), 1024),
+            Err(ClaimError::Overlaps)
+        );
+    }
+    let mut blocks = Vec::new();
+    while let Ok(block) = heap.allocate(layout(1000)) {
+        blocks.push(block);
+    }
+    let in_first = blocks.iter().filter(|b| first.range().contains(&addr(**b))).count();
+    let in_second = blocks.iter().filter(|b| second.range().contains(&addr(**b))).count();
+    assert!(in_first > 0 && in_second > 0 && in_first + in_second == blocks.len());
+    // A block the size of both regions together cannot exist.
+    assert!(heap.allocate(layout(12 * 1024)).is_err());
+    for block in blocks {
+        free(&mut heap, block);
+    }
+    assert_eq!(heap.stats().in_use, 0);
+    heap.check().unwrap();
+}
+
+#[test]
+fn out_of_memory_is_an_error_and_changes_nothing() {
+    let mut arena = Arena::new(16 * 1024);
+    let mut heap = arena.heap();
+    let a = alloc(&mut heap, 10_000);
+    let before = heap.stats();
+    assert!(heap.allocate(layout(10_000)).is_err());
+    // More than the free ~6 KiB, at a high alignment (the near-exhaustion scan runs and fails).
+    assert!(heap.allocate(Layout::from_size_align(7000, 4096).unwrap()).is_err());
+    // SAFETY: `a` is live with this layout.
+    assert!(unsafe { heap.realloc(a, layout(10_000), 20_000) }.is_err());
+    let mut after = heap.stats();
+    assert_eq!(after, before);
+    heap.check().unwrap();
+    free(&mut heap, a);
+    after = heap.stats();
+    assert_eq!(after.in_use, 0);
+}
+
+#[test]
+fn a_request_the_largest_chunk_can_serve_never_fails() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    // Two free chunks share one sub-bin: the larger one first, then a smaller one that becomes
+    // the bin's head. Asking for all of the larger one must still succeed: a good-fit index
+    // that only looks at the head and at bins above would fail here.
+    let big = alloc(&mut heap, 1100);
+    let _separator = alloc(&mut heap, 64);
+    let small = alloc(&mut heap, 1030);
+    let mut rest = Vec::new();
+    while let Ok(block) = heap.allocate(layout(64)) {
+        rest.push(block);
+    }
+    free(&mut heap, big);
+    free(&mut heap, small);
+    let largest = heap.stats().largest_free;
+    assert_eq!(largest, (1100 + WORD).div_ceil(GRANULE) * GRANULE - WORD);
+    let again = heap.allocate(layout(largest)).expect("the largest chunk serves it");
+    assert_eq!(again, big);
+    heap.check().unwrap();
+}
+
+#[test]
+fn odd_sizes_have_defined_results() {
+    let mut arena = Arena::new(16 * 1024);
+    let mut heap = arena.heap();
+    // Zero-size requests get distinct minimal blocks.
+    let z1 = heap.allocate(layout(0)).unwrap();
+    let z2 = heap.allocate(layout(0)).unwrap();
+    assert_ne!(z1, z2);
+    // Realloc to zero shrinks in place to a minimal block.
+    let a = alloc(&mut heap, 500);
+    // SAFETY: `a` is live with this layout.
+    let shrunk = unsafe { heap.realloc(a, layout(500), 0) }.unwrap();
+    assert_eq!(shrunk, a);
+    // Sizes near usize::MAX: refused, heap unchanged.
+    let before = heap.stats();
+    let huge = Layout::from_size_align(isize::MAX as usize - 15, 16).unwrap();
+    assert!(heap.allocate(huge).is_err());
+    // SAFETY: `a` is live with its current layout.
+    assert!(unsafe { heap.realloc(a, layout(0), usize::MAX - 64) }.is_err());
+    // SAFETY: as above.
+    assert!(unsafe { heap.try_grow_in_place(a, usize::MAX) }.is_err());
+    assert_eq!(heap.stats(), before);
+    // A huge alignment no region can satisfy.
+    assert!(heap.allocate(Layout::from_size_align(8, 1 << 40).unwrap()).is_err());
+    // A non-power-of-two alignment cannot even be expressed: `Layout` refuses it, so no raw
+    // entry point of the heap ever sees one.
+    assert!(Layout::from_size_align(8, 24).is_err());
+    heap.check().unwrap();
+}
+
+#[test]
+fn bad_regions_are_refused_without_touching_memory() {
+    let mut arena = Arena::new(4096);
+    let mut heap = Heap::new();
+    // SAFETY: refused claims never touch memory.
+    unsafe {
+        assert!(matches!(
+            heap.claim(arena.base(), 16),
+            Err(ClaimError::TooSmall { size: 16, .. })
+        ));
+        assert_eq!(heap.claim(std::ptr::null_mut(), 4096), Err(ClaimError::NullBase));
+        assert_eq!(
+            heap.claim(std::ptr::without_provenance_mut(usize::MAX - 64), 4096),
+            Err(ClaimError::Overflow)
+        );
+    }
+    assert!(arena.heap().allocate(layout(8)).is_ok());
+    assert!(Heap::new().allocate(layout(8)).is_err(), "an empty heap has nothing");
+}
+
+#[test]
+fn statistics_follow_every_call() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let a = alloc(&mut heap, 1000);
+    let b = alloc(&mut heap, 3000);
+    let peak = heap.stats().in_use;
+    free(&mut heap, b);
+    // SAFETY: `a` is live with this layout.
+    let a = unsafe { heap.realloc(a, layout(1000), 10) }.unwrap();
+    let stats = heap.stats();
+    assert_eq!((stats.allocations, stats.frees, stats.reallocs), (2, 1, 1));
+    assert_eq!(stats.peak_in_use, peak);
+    assert!(stats.in_use < peak);
+    heap.reset_peak();
+    assert_eq!(heap.stats().peak_in_use, heap.stats().in_use);
+    free(&mut heap, a);
+    assert_eq!(heap.stats().in_use, 0);
+}
+
+#[test]
+fn grow_and_shrink_may_change_alignment() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let a = alloc(&mut heap, 100);
+    // SAFETY: `a` is live with `layout(100)`.
+    let grown = unsafe { heap.grow(a, layout(100), Layout::from_size_align(200, 1024).unwrap()) }
+        .unwrap();
+    assert_eq!(addr(grown) % 1024, 0);
+    let shrink_to = Layout::from_size_align(50, 1024).unwrap();
+    // SAFETY: `grown` is live with align 1024.
+    let shrunk = unsafe {
+        heap.shrink(grown, Layout::from_size_align(200, 1024).unwrap(), shrink_to)
+    }
+    .unwrap();
+    assert_eq!(shrunk, grown, "shrinking keeps an aligned block in place");
+    heap.check().unwrap();
+}
