@@ -252,7 +252,11 @@ impl<'a> Model<'a> {
                 self.live.swap_remove(index);
                 self.spans.remove(&block.ptr.as_ptr().addr());
                 let layout = Layout::from_size_align(size, block.layout.align()).unwrap();
-                self.admit(Block { ptr, layout, ..block });
+                self.admit(Block {
+                    ptr,
+                    layout,
+                    ..block
+                });
                 fill(ptr, size, block.id);
             }
             Err(_) => {
@@ -291,8 +295,15 @@ impl<'a> Model<'a> {
         // SAFETY: `block` is live in this heap.
         let usable = unsafe { self.heap.usable_size(block.ptr) };
         let end = start + usable.max(1);
-        assert_eq!(start % block.layout.align(), 0, "misaligned block {block:?}");
-        assert!(usable >= block.layout.size(), "usable size {usable} too small");
+        assert_eq!(
+            start % block.layout.align(),
+            0,
+            "misaligned block {block:?}"
+        );
+        assert!(
+            usable >= block.layout.size(),
+            "usable size {usable} too small"
+        );
         assert!(
             self.bounds.start <= start && end <= self.bounds.end,
             "block {block:?} outside the arena"
@@ -369,7 +380,11 @@ pub fn random_op(rng: &mut Rng, live: usize, max_size: usize) -> Op {
     match roll {
         _ if live < 8 || roll < 45 => Op::Alloc {
             size,
-            align_log2: if rng.below(10) == 0 { rng.below(13) as u8 } else { 3 },
+            align_log2: if rng.below(10) == 0 {
+                rng.below(13) as u8
+            } else {
+                3
+            },
         },
         45..=69 => Op::Dealloc { slot },
         70..=79 => Op::Free { slot },

@@ -9,6 +9,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use heapworks::{Heap, Misuse};
 use heapworks_testkit::Arena;
 
+const WORD: usize = std::mem::size_of::<usize>();
+
 fn layout(size: usize) -> Layout {
     Layout::from_size_align(size, 8).unwrap()
 }
@@ -54,8 +56,8 @@ fn foreign_pointers_are_caught() {
     // SAFETY (of the misuse itself): checked builds validate before touching anything.
     let message = panic_message(&mut heap, |heap| unsafe { heap.free(outside) });
     assert!(message.contains("not allocated by this heap"), "{message}");
-    // SAFETY: as above; `a + 8` is inside the heap but not a payload boundary.
-    let inside = unsafe { a.add(8) };
+    // SAFETY: as above; `a + WORD` is inside the heap but not a payload boundary.
+    let inside = unsafe { a.add(WORD) };
     let message = panic_message(&mut heap, |heap| unsafe { heap.free(inside) });
     assert!(message.contains("not allocated by this heap"), "{message}");
     let message = panic_message(&mut heap, |heap| {
@@ -101,7 +103,9 @@ fn a_layout_that_does_not_match_is_caught() {
     let mut heap = arena.heap();
     let a = heap.allocate(layout(100)).unwrap();
     // SAFETY (of the misuse itself): checked builds validate before touching anything.
-    let message = panic_message(&mut heap, |heap| unsafe { heap.deallocate(a, layout(5000)) });
+    let message = panic_message(&mut heap, |heap| unsafe {
+        heap.deallocate(a, layout(5000))
+    });
     assert!(message.contains("layout does not match"), "{message}");
     // SAFETY: the right layout frees it.
     unsafe { heap.deallocate(a, layout(100)) };
@@ -121,6 +125,6 @@ fn the_checker_reports_a_broken_footer_with_its_address() {
     unsafe { footer.write(footer.read() + 16) };
     let corruption = heap.check().unwrap_err();
     assert_eq!(corruption.kind, heapworks::CorruptionKind::BadFooter);
-    assert_eq!(corruption.addr, a.as_ptr().addr() - 8);
+    assert_eq!(corruption.addr, a.as_ptr().addr() - WORD);
     assert!(corruption.to_string().contains("footer"));
 }

@@ -59,7 +59,10 @@ const SOAK_SEEDS: u64 = if cfg!(miri) { 1 } else { 6 };
 fn soak_small_sizes_near_exhaustion() {
     for seed in 0..SOAK_SEEDS {
         let tally = soak(seed, SOAK_OPS, 512, 64 * 1024, 16);
-        assert!(tally.failed_allocations > 0, "the arena never filled: {tally:?}");
+        assert!(
+            tally.failed_allocations > 0,
+            "the arena never filled: {tally:?}"
+        );
         assert!(tally.reallocs_in_place > 0 && tally.frees > 0, "{tally:?}");
     }
 }
