@@ -10,3 +10,11 @@
 pub mod contenders;
 pub mod region;
 pub mod rng;
+pub mod stats;
+pub mod timing;
+pub mod workloads;
+pub mod results;
+pub mod runner;
+pub mod report;
+pub mod cli;
+pub mod instructions;

@@ -1,0 +1,248 @@
+//! The command line: `heapworks bench` and `heapworks report`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::contenders::AllocatorId;
+use crate::instructions;
+use crate::report::{self, table, Outputs};
+use crate::results::{Environment, Results};
+use crate::runner::{self, Selection};
+use crate::workloads::{Config, Scale, WorkloadId};
+
+/// Default directory of the HTML report.
+pub const DEFAULT_REPORT_DIR: &str = "target/heapworks-report";
+
+#[derive(Debug, Parser)]
+#[command(name = "heapworks", version, about = "heapworks and its peers, side by side")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the benchmark suite and print the table (and write JSON, CSV, HTML).
+    Bench(BenchArgs),
+    /// Re-render the table and the HTML report from a results file.
+    Report(ReportArgs),
+    /// List the workloads and allocators that `--filter` accepts.
+    List,
+    /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
+    #[command(hide = true, name = "instructions-probe")]
+    InstructionsProbe(instructions::ProbeArgs),
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    /// A tiny run that finishes in seconds (smoke test).
+    #[arg(long, conflicts_with = "full")]
+    quick: bool,
+    /// The publication-grade run: every size, 7 trials of 200 ms.
+    #[arg(long)]
+    full: bool,
+    /// Workloads and/or allocators to run, comma separated (see `heapworks list`).
+    #[arg(long, value_name = "NAMES")]
+    filter: Vec<String>,
+    /// Seed of every random sequence.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Trials per case and allocator (default 3; 1 with --quick; 7 with --full).
+    #[arg(long, value_parser = parse_trials)]
+    trials: Option<usize>,
+    /// Timed length of a time-boxed trial, e.g. `40ms`, `0.2s` (a bare number is ms).
+    #[arg(long, value_parser = parse_duration)]
+    duration: Option<Duration>,
+    /// Only the instruction counts under valgrind (same as `--filter instructions`).
+    #[arg(long)]
+    instructions: bool,
+    /// Also write the results as a JSON array of records.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Also write the results as CSV.
+    #[arg(long, value_name = "PATH")]
+    csv: Option<PathBuf>,
+    /// Directory of the HTML report.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
+    out: PathBuf,
+    /// Do not write the HTML report.
+    #[arg(long)]
+    no_html: bool,
+}
+
+#[derive(Debug, Args)]
+struct ReportArgs {
+    /// A results file written by `heapworks bench --json` (or the report's results.json).
+    results: PathBuf,
+    /// Directory of the HTML report.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
+    out: PathBuf,
+}
+
+/// Parses the command line and runs it; the process's exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Bench(args) => bench(args),
+        Command::Report(args) => rerender(&args),
+        Command::List => {
+            print!("{}", listing());
+            Ok(())
+        }
+        Command::InstructionsProbe(args) => instructions::probe(&args).map_err(|e| e.to_string()),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn bench(args: BenchArgs) -> Result<(), String> {
+    let config = config_of(&args);
+    let mut filter = args.filter.clone();
+    if args.instructions {
+        filter.push(WorkloadId::Instructions.name().to_string());
+    }
+    let selection = Selection::from_filter(&filter).map_err(|e| e.to_string())?;
+    let outputs = Outputs {
+        json: args.json.clone(),
+        csv: args.csv.clone(),
+        html_dir: (!args.no_html).then(|| args.out.clone()),
+    };
+    outputs.check_writable().map_err(|e| e.to_string())?;
+    if selection.wants_instructions() {
+        instructions::check_valgrind().map_err(|e| e.to_string())?;
+    }
+    if cfg!(debug_assertions) {
+        eprintln!("warning: debug build; timings are not meaningful (use `cargo run --release`)");
+    }
+    let results = run_selection(&config, &selection)?;
+    print!("{}", table::render(&results));
+    outputs.write(&results).map_err(|e| e.to_string())?;
+    announce(&outputs);
+    Ok(())
+}
+
+fn run_selection(config: &Config, selection: &Selection) -> Result<Results, String> {
+    let progress = runner::progress_bar(0);
+    let mut cells = runner::run_timed(config, selection, &progress).map_err(|e| e.to_string())?;
+    if selection.wants_instructions() {
+        let counted = instructions::run(config, &selection.allocators, &progress);
+        cells.extend(counted.map_err(|e| e.to_string())?);
+    }
+    progress.finish_and_clear();
+    Ok(Results { environment: Environment::detect(config, &selection.allocators), cells })
+}
+
+fn config_of(args: &BenchArgs) -> Config {
+    let scale = match (args.quick, args.full) {
+        (true, _) => Scale::Tiny,
+        (_, true) => Scale::Full,
+        _ => Scale::Default,
+    };
+    let mut config = Config::at_scale(scale, args.seed);
+    config.trials = args.trials.unwrap_or(config.trials);
+    config.duration = args.duration.unwrap_or(config.duration);
+    config
+}
+
+fn announce(outputs: &Outputs) {
+    let written = outputs.json.iter().chain(&outputs.csv);
+    for path in written {
+        eprintln!("wrote {}", path.display());
+    }
+    if let Some(dir) = &outputs.html_dir {
+        eprintln!("wrote {}", dir.join("index.html").display());
+    }
+}
+
+fn rerender(args: &ReportArgs) -> Result<(), String> {
+    let results = read_results(&args.results)?;
+    let outputs = Outputs { html_dir: Some(args.out.clone()), ..Outputs::default() };
+    outputs.check_writable().map_err(|e| e.to_string())?;
+    print!("{}", table::render(&results));
+    outputs.write(&results).map_err(|e| e.to_string())?;
+    announce(&outputs);
+    Ok(())
+}
+
+fn read_results(path: &Path) -> Result<Results, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    report::json::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+fn listing() -> String {
+    let mut text = String::from("workloads:\n");
+    for workload in WorkloadId::ALL {
+        text.push_str(&format!("  {:<18} {}\n", workload.name(), workload.description()));
+    }
+    text.push_str("allocators:\n");
+    for allocator in AllocatorId::ALL {
+        text.push_str(&format!("  {:<18} {}\n", allocator.name(), allocator.crate_version()));
+    }
+    text
+}
+
+/// `--trials`: a positive count.
+fn parse_trials(text: &str) -> Result<usize, String> {
+    match text.parse::<usize>() {
+        Ok(0) => Err("trials must be at least 1".to_string()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("`{text}` is not a number of trials")),
+    }
+}
+
+/// `--duration`: `250ms`, `0.5s`, `800us`, or a bare number of milliseconds; must be positive.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let text = text.trim();
+    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration (e.g. 40ms, 0.2s)"))?;
+    let seconds = match unit.trim() {
+        "" | "ms" => value / 1e3,
+        "s" => value,
+        "us" | "µs" => value / 1e6,
+        other => return Err(format!("unknown unit `{other}` (use ms, s or us)")),
+    };
+    if seconds <= 0.0 || !seconds.is_finite() {
+        return Err("duration must be greater than zero".to_string());
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("40ms"), Ok(Duration::from_millis(40)));
+        assert_eq!(parse_duration("0.2s"), Ok(Duration::from_millis(200)));
+        assert_eq!(parse_duration("15"), Ok(Duration::from_millis(15)));
+        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
+        assert!(parse_duration("0").is_err());
+        assert!(parse_duration("0ms").is_err());
+        assert!(parse_duration("fast").is_err());
+        assert!(parse_duration("3h").is_err());
+    }
+
+    #[test]
+    fn trials() {
+        assert_eq!(parse_trials("3"), Ok(3));
+        assert!(parse_trials("0").is_err());
+        assert!(parse_trials("-1").is_err());
+    }
+
+    #[test]
+    fn command_line_is_consistent() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+}

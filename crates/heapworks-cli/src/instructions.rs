@@ -1,0 +1,468 @@
+//! Instruction counts per call, under valgrind: the deterministic regression gate.
+//!
+//! `heapworks bench --instructions` re-runs this binary once per (allocator, sequence) as
+//! `heapworks instructions-probe …` under `valgrind --tool=callgrind`. The probe replays a
+//! fixed operation sequence on the raw heap (no lock) through three `#[inline(never)]`
+//! wrappers, [`measured_allocate`], [`measured_free`] and [`measured_realloc`]. Callgrind
+//! starts with collection off and collects only inside those wrappers
+//! (`--collect-atstart=no --toggle-collect=…`), so set-up, the sequence's own bookkeeping and
+//! the process's start-up cost nothing; the inclusive cost of each wrapper, read from the
+//! callgrind output file, divided by the number of calls the probe reports, is the count per
+//! call. It includes the wrapper's own handful of instructions (call, return, null check),
+//! identical for every allocator. The region is 2 MiB-aligned and the sequences are seeded,
+//! so repeated runs give the same numbers.
+
+use std::collections::HashMap;
+use std::alloc::Layout;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use clap::Args;
+use indicatif::ProgressBar;
+
+use crate::contenders::{self, AllocatorId, Arena, RawHeap, UseAllocator};
+use crate::region::Region;
+use crate::results::{Cell, Outcome, Summary};
+use crate::rng::Rng;
+use crate::workloads::{talc_method, Better, Config, WorkloadId};
+
+/// Heap given to every allocator in the probe.
+const PROBE_HEAP: usize = 16 << 20;
+/// Blocks live in the steady state of both sequences.
+const LIVE: usize = 1000;
+/// Steps of churn after the initial fill.
+const CHURN: usize = 10_000;
+/// valgrind runs at a time.
+const PARALLEL_RUNS: usize = 2;
+
+/// The fixed operation sequences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sequence {
+    /// 1000 blocks of 64 B; churn (free a random block, allocate 64 B); realloc each to 128 B;
+    /// free all. The shape of ANCHORS §4's C-malloc figures.
+    Uniform64,
+    /// talc's random actions (max size 1000, 1 in 7 realloc) around 1000 live blocks, then
+    /// free all.
+    TalcMix,
+}
+
+impl Sequence {
+    /// Every sequence, in report order.
+    pub const ALL: [Sequence; 2] = [Sequence::Uniform64, Sequence::TalcMix];
+
+    /// Name on the command line and in results.
+    pub fn name(self) -> &'static str {
+        match self {
+            Sequence::Uniform64 => "64 B, 1000 live",
+            Sequence::TalcMix => "talc mix ≤1000 B, 1000 live",
+        }
+    }
+
+    fn flag(self) -> &'static str {
+        match self {
+            Sequence::Uniform64 => "uniform64",
+            Sequence::TalcMix => "talc-mix",
+        }
+    }
+
+    fn from_flag(flag: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.flag() == flag)
+    }
+}
+
+/// Arguments of the hidden `instructions-probe` command.
+#[derive(Debug, Args)]
+pub struct ProbeArgs {
+    /// Allocator to run.
+    #[arg(long)]
+    allocator: String,
+    /// Sequence to run (`uniform64` or `talc-mix`).
+    #[arg(long)]
+    sequence: String,
+    /// Seed of the sequence.
+    #[arg(long)]
+    seed: u64,
+}
+
+/// Something went wrong while counting.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InstructionsError(pub String);
+
+impl fmt::Display for InstructionsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for InstructionsError {}
+
+/// Calls made by a probe, per operation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CallCounts {
+    /// Calls of [`measured_allocate`].
+    pub allocate: u64,
+    /// Calls of [`measured_free`].
+    pub free: u64,
+    /// Calls of [`measured_realloc`].
+    pub realloc: u64,
+}
+
+/// Fails unless `valgrind` can be run.
+pub fn check_valgrind() -> Result<(), InstructionsError> {
+    match Command::new("valgrind").arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(()),
+        _ => Err(InstructionsError(
+            "--instructions needs valgrind on PATH (Debian/Ubuntu: apt-get install -y valgrind)"
+                .into(),
+        )),
+    }
+}
+
+/// Counts instructions for every allocator and sequence; one cell per operation.
+pub fn run(
+    config: &Config,
+    allocators: &[AllocatorId],
+    progress: &ProgressBar,
+) -> Result<Vec<Cell>, InstructionsError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| InstructionsError(format!("cannot locate this executable: {e}")))?;
+    let jobs: Vec<(AllocatorId, Sequence)> = Sequence::ALL
+        .into_iter()
+        .flat_map(|s| allocators.iter().map(move |&a| (a, s)))
+        .collect();
+    progress.inc_length(jobs.len() as u64);
+    let next = AtomicUsize::new(0);
+    let finished = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..PARALLEL_RUNS {
+            scope.spawn(|| {
+                while let Some(&(allocator, sequence)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    progress.set_message(format!("instructions · {} · {allocator}", sequence.name()));
+                    let counted = count(&exe, allocator, sequence, config.seed);
+                    finished.lock().expect("no worker panics").push((allocator, sequence, counted));
+                    progress.inc(1);
+                }
+            });
+        }
+    });
+    let mut finished = finished.into_inner().expect("no worker panics");
+    finished.sort_by_key(|(a, s, _)| (Sequence::ALL.iter().position(|x| x == s), *a));
+    Ok(finished.into_iter().flat_map(|(a, s, counted)| cells(a, s, counted)).collect())
+}
+
+fn cells(
+    allocator: AllocatorId,
+    sequence: Sequence,
+    counted: Result<[f64; 3], InstructionsError>,
+) -> Vec<Cell> {
+    ["allocate", "free", "realloc"]
+        .into_iter()
+        .enumerate()
+        .map(|(index, metric)| Cell {
+            workload: WorkloadId::Instructions.name().to_string(),
+            case: sequence.name().to_string(),
+            allocator: allocator.name().to_string(),
+            metric: metric.to_string(),
+            unit: "instr/call".to_string(),
+            better: Better::Lower,
+            primary: true,
+            outcome: match &counted {
+                Ok(values) => Outcome::Measured(Summary {
+                    median: values[index],
+                    min: values[index],
+                    max: values[index],
+                    trials: 1,
+                }),
+                Err(error) => Outcome::Failed(error.to_string()),
+            },
+        })
+        .collect()
+}
+
+/// Runs one probe under callgrind; instructions per allocate, free and realloc.
+fn count(
+    exe: &Path,
+    allocator: AllocatorId,
+    sequence: Sequence,
+    seed: u64,
+) -> Result<[f64; 3], InstructionsError> {
+    let out_file = std::env::temp_dir().join(format!(
+        "heapworks-callgrind-{}-{}-{}.out",
+        std::process::id(),
+        allocator.name(),
+        sequence.flag()
+    ));
+    let run = run_probe_under_callgrind(exe, allocator, sequence, seed, &out_file);
+    let profile = std::fs::read_to_string(&out_file);
+    let _ = std::fs::remove_file(&out_file);
+    let calls = run?;
+    let profile = profile.map_err(|e| InstructionsError(format!("no callgrind output: {e}")))?;
+    let costs = inclusive_costs(&profile);
+    let per_call = |wrapper: &str, calls: u64| {
+        let total: u64 = costs.iter().filter(|(f, _)| f.contains(wrapper)).map(|(_, c)| c).sum();
+        if calls == 0 { f64::NAN } else { total as f64 / calls as f64 }
+    };
+    Ok([
+        per_call("measured_allocate", calls.allocate),
+        per_call("measured_free", calls.free),
+        per_call("measured_realloc", calls.realloc),
+    ])
+}
+
+fn run_probe_under_callgrind(
+    exe: &Path,
+    allocator: AllocatorId,
+    sequence: Sequence,
+    seed: u64,
+    out_file: &PathBuf,
+) -> Result<CallCounts, InstructionsError> {
+    let output = Command::new("valgrind")
+        .arg("--tool=callgrind")
+        .arg(format!("--callgrind-out-file={}", out_file.display()))
+        .args(["--collect-atstart=no", "--compress-strings=no", "--compress-pos=no"])
+        .args(["measured_allocate", "measured_free", "measured_realloc"].map(|w| format!("--toggle-collect=*{w}*")))
+        .arg(exe)
+        .args(["instructions-probe", "--allocator", allocator.name(), "--sequence", sequence.flag()])
+        .args(["--seed", &seed.to_string()])
+        .output()
+        .map_err(|e| InstructionsError(format!("cannot run valgrind: {e}")))?;
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let reason = stderr.lines().rev().find(|l| l.starts_with("error:")).unwrap_or("probe failed");
+        return Err(InstructionsError(reason.trim_start_matches("error: ").to_string()));
+    }
+    parse_call_counts(&stdout)
+        .ok_or_else(|| InstructionsError(format!("probe printed no call counts: {stdout}")))
+}
+
+/// Reads the probe's `calls allocate=… free=… realloc=…` line.
+pub fn parse_call_counts(stdout: &str) -> Option<CallCounts> {
+    let line = stdout.lines().find(|l| l.starts_with("calls "))?;
+    let mut counts = CallCounts::default();
+    for pair in line.split_whitespace().skip(1) {
+        let (key, value) = pair.split_once('=')?;
+        let value: u64 = value.parse().ok()?;
+        match key {
+            "allocate" => counts.allocate = value,
+            "free" => counts.free = value,
+            "realloc" => counts.realloc = value,
+            _ => return None,
+        }
+    }
+    Some(counts)
+}
+
+/// Inclusive instruction cost of every function in an uncompressed callgrind profile: its own
+/// cost lines plus the inclusive cost recorded on each of its call lines.
+pub fn inclusive_costs(profile: &str) -> HashMap<String, u64> {
+    let mut costs: HashMap<String, u64> = HashMap::new();
+    let mut function = String::new();
+    let mut lines = profile.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line.strip_prefix("fn=") {
+            function = name.to_string();
+        } else if line.starts_with("calls=") {
+            let call_cost = lines.next().and_then(cost_of_line).unwrap_or(0);
+            *costs.entry(function.clone()).or_default() += call_cost;
+        } else if let Some(cost) = cost_of_line(line) {
+            *costs.entry(function.clone()).or_default() += cost;
+        }
+    }
+    costs
+}
+
+/// The event count of a cost line (`<position> <Ir>`), or `None` for any other line.
+fn cost_of_line(line: &str) -> Option<u64> {
+    let first = line.chars().next()?;
+    if !(first.is_ascii_digit() || matches!(first, '+' | '-' | '*')) {
+        return None;
+    }
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The hidden `instructions-probe` command: runs one sequence and prints the call counts.
+pub fn probe(args: &ProbeArgs) -> Result<(), InstructionsError> {
+    let allocator = AllocatorId::from_name(&args.allocator)
+        .ok_or_else(|| InstructionsError(format!("unknown allocator `{}`", args.allocator)))?;
+    let sequence = Sequence::from_flag(&args.sequence)
+        .ok_or_else(|| InstructionsError(format!("unknown sequence `{}`", args.sequence)))?;
+    let mut region = Region::pretouched(PROBE_HEAP).map_err(|e| InstructionsError(e.to_string()))?;
+    let probe = Probe { sequence, seed: args.seed };
+    let counts = contenders::with_allocator(allocator, &mut region, PROBE_HEAP, probe)
+        .map_err(|e| InstructionsError(e.to_string()))??;
+    println!("calls allocate={} free={} realloc={}", counts.allocate, counts.free, counts.realloc);
+    Ok(())
+}
+
+/// Allocates through the heap; the only place callgrind counts allocations.
+#[inline(never)]
+pub fn measured_allocate<H: RawHeap>(heap: &mut H, layout: Layout) -> *mut u8 {
+    // SAFETY: the heap is claimed and every probe layout has a non-zero size.
+    unsafe { heap.allocate(layout) }
+}
+
+/// Frees through the heap; the only place callgrind counts frees.
+///
+/// # Safety
+/// `ptr` is a live block of `heap` with `layout`.
+#[inline(never)]
+pub unsafe fn measured_free<H: RawHeap>(heap: &mut H, ptr: *mut u8, layout: Layout) {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { heap.deallocate(ptr, layout) }
+}
+
+/// Reallocates through the heap; the only place callgrind counts reallocs.
+///
+/// # Safety
+/// `ptr` is a live block of `heap` with `layout`; `new_size` is non-zero.
+#[inline(never)]
+pub unsafe fn measured_realloc<H: RawHeap>(heap: &mut H, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+    // SAFETY: forwarded from this function's contract.
+    unsafe { heap.reallocate(ptr, layout, new_size) }
+}
+
+/// A live block of the probe.
+#[derive(Clone, Copy)]
+struct Live {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+/// The raw heap with call counting: every operation of a sequence goes through here.
+struct Counted<'h, H: RawHeap> {
+    heap: &'h mut H,
+    calls: CallCounts,
+    live: Vec<Live>,
+}
+
+impl<H: RawHeap> Counted<'_, H> {
+    fn allocate(&mut self, layout: Layout) -> bool {
+        self.calls.allocate += 1;
+        let ptr = measured_allocate(self.heap, layout);
+        if !ptr.is_null() {
+            self.live.push(Live { ptr, layout });
+        }
+        !ptr.is_null()
+    }
+
+    fn free(&mut self, index: usize) {
+        let block = self.live.swap_remove(index);
+        self.calls.free += 1;
+        // SAFETY: the block is live in this heap with its layout, and removed from the set.
+        unsafe { measured_free(self.heap, block.ptr, block.layout) }
+    }
+
+    fn realloc(&mut self, index: usize, new_size: usize) {
+        let block = self.live[index];
+        self.calls.realloc += 1;
+        // SAFETY: the block is live in this heap with its layout; `new_size` is non-zero.
+        let ptr = unsafe { measured_realloc(self.heap, block.ptr, block.layout, new_size) };
+        if !ptr.is_null() {
+            let layout = Layout::from_size_align(new_size, block.layout.align()).expect("valid layout");
+            self.live[index] = Live { ptr, layout };
+        }
+    }
+
+    fn free_all(&mut self) {
+        while !self.live.is_empty() {
+            self.free(self.live.len() - 1);
+        }
+    }
+}
+
+struct Probe {
+    sequence: Sequence,
+    seed: u64,
+}
+
+impl UseAllocator for Probe {
+    type Output = Result<CallCounts, InstructionsError>;
+
+    fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> Self::Output {
+        let mut heap = arena.lock();
+        let mut counted = Counted { heap: &mut *heap, calls: CallCounts::default(), live: Vec::with_capacity(LIVE * 2) };
+        let mut rng = Rng::new(self.seed);
+        match self.sequence {
+            Sequence::Uniform64 => uniform64(&mut counted, &mut rng)?,
+            Sequence::TalcMix => talc_mix(&mut counted, &mut rng),
+        }
+        counted.free_all();
+        Ok(counted.calls)
+    }
+}
+
+fn uniform64<H: RawHeap>(counted: &mut Counted<'_, H>, rng: &mut Rng) -> Result<(), InstructionsError> {
+    let small = Layout::from_size_align(64, 8).expect("valid layout");
+    let out_of_memory = || InstructionsError("out of memory".into());
+    for _ in 0..LIVE {
+        counted.allocate(small).then_some(()).ok_or_else(out_of_memory)?;
+    }
+    for _ in 0..CHURN {
+        counted.free(rng.below(counted.live.len()));
+        counted.allocate(small).then_some(()).ok_or_else(out_of_memory)?;
+    }
+    for index in 0..counted.live.len() {
+        counted.realloc(index, 128);
+    }
+    Ok(())
+}
+
+fn talc_mix<H: RawHeap>(counted: &mut Counted<'_, H>, rng: &mut Rng) {
+    const MAX_SIZE: usize = 1000;
+    while counted.live.len() < LIVE {
+        counted.allocate(talc_method::layout(rng, MAX_SIZE));
+    }
+    for _ in 0..CHURN {
+        match rng.below(7) {
+            6 => {
+                let index = rng.below(counted.live.len());
+                counted.realloc(index, rng.in_range(1, MAX_SIZE * 3));
+            }
+            action if action < 3 || counted.live.len() < LIVE => {
+                counted.allocate(talc_method::layout(rng, MAX_SIZE));
+            }
+            _ => counted.free(rng.below(counted.live.len())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn call_counts_parse() {
+        let counts = parse_call_counts("noise\ncalls allocate=3 free=2 realloc=1\n").unwrap();
+        assert_eq!(counts, CallCounts { allocate: 3, free: 2, realloc: 1 });
+        assert_eq!(parse_call_counts("calls allocate=x"), None);
+        assert_eq!(parse_call_counts(""), None);
+    }
+
+    #[test]
+    fn inclusive_costs_add_self_and_call_lines() {
+        let profile = "events: Ir\nfn=a::measured_allocate\n10 5\n11 2\ncfn=inner\ncalls=1 20\n12 40\n\
+                       fn=inner\n20 40\n";
+        let costs = inclusive_costs(profile);
+        assert_eq!(costs["a::measured_allocate"], 47);
+        assert_eq!(costs["inner"], 40);
+    }
+
+    #[test]
+    fn probe_sequences_run_on_every_allocator() {
+        let mut region = Region::pretouched(PROBE_HEAP).unwrap();
+        for &allocator in AllocatorId::ALL {
+            for sequence in Sequence::ALL {
+                let probe = Probe { sequence, seed: 1 };
+                let counts = contenders::with_allocator(allocator, &mut region, PROBE_HEAP, probe)
+                    .unwrap()
+                    .unwrap();
+                assert!(counts.allocate >= LIVE as u64, "{allocator} {sequence:?}");
+                assert!(counts.free >= LIVE as u64 && counts.realloc > 0, "{allocator} {sequence:?}");
+            }
+        }
+    }
+}

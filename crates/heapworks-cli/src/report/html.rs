@@ -1,0 +1,172 @@
+//! The self-contained HTML report: environment, then per workload its description, SVG plots
+//! (inline, drawn with plotters) and a table of medians, spreads and ratios. No scripts, no
+//! external files.
+
+use std::fmt::Write;
+
+use crate::results::{Outcome, Results, Row};
+use crate::workloads::WorkloadId;
+
+use super::plots::{self, Series};
+use super::{format_ratio, format_value, table};
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1200px}\
+table{border-collapse:collapse;margin:1em 0;font-size:13px}\
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}\
+th:nth-child(-n+3),td:nth-child(-n+3){text-align:left}\
+td.best{font-weight:bold;background:#e8f5e9}td.failed{color:#b71c1c}\
+.spread{color:#777;font-size:11px}.ratio{color:#555}\
+.env{font-size:13px;line-height:1.6}figure{margin:0}";
+
+/// The whole report as one HTML document.
+pub fn render(results: &Results) -> String {
+    let mut html = String::new();
+    html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
+    let _ = write!(html, "<title>heapworks bench · {}</title>", escape(&results.environment.date));
+    let _ = write!(html, "<style>{STYLE}</style></head><body>\n<h1>heapworks bench</h1>\n");
+    html.push_str(&environment_block(results));
+    for workload in results.workloads() {
+        html.push_str(&workload_section(results, &workload));
+    }
+    html.push_str("</body></html>\n");
+    html
+}
+
+/// Escapes text for HTML and SVG.
+pub fn escape(text: &str) -> String {
+    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+fn environment_block(results: &Results) -> String {
+    let env = &results.environment;
+    let baseline = results.baseline().unwrap_or_default();
+    let workloads: Vec<String> = results
+        .workloads()
+        .iter()
+        .map(|w| format!("<a href=\"#{0}\">{0}</a>", escape(w)))
+        .collect();
+    format!(
+        "<div class=\"env\"><b>date</b> {}<br><b>machine</b> {}<br><b>run</b> {}<br>\
+         <b>crates</b> {}<br><b>cells</b> median of trials, <span class=\"spread\">±(max−min)/median</span>, \
+         <span class=\"ratio\">×ratio to {}</span>; bold: best of the row<br><b>workloads</b> {}</div>\n",
+        escape(&env.date),
+        escape(&env.machine_line()),
+        escape(&env.settings_line()),
+        escape(&env.versions_line()),
+        escape(&baseline),
+        workloads.join(" · ")
+    )
+}
+
+fn workload_section(results: &Results, workload: &str) -> String {
+    let rows: Vec<Row<'_>> = results.rows().into_iter().filter(|r| r.first().workload == workload).collect();
+    let description = WorkloadId::from_name(workload).map_or("", |w| w.description());
+    let mut html = format!(
+        "<section id=\"{0}\"><h2>{0}</h2><p>{1}</p>\n",
+        escape(workload),
+        escape(description)
+    );
+    for figure in figures(results, workload, &rows) {
+        let _ = writeln!(html, "<figure>{figure}</figure>");
+    }
+    html.push_str(&rows_table(results, &rows));
+    html.push_str("</section>\n");
+    html
+}
+
+/// Latency gets percentile lines per operation; every other workload gets grouped bars per
+/// primary metric, one group per case.
+fn figures(results: &Results, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
+    if workload == WorkloadId::Latency.name() {
+        return ["allocate", "free"].iter().map(|op| latency_lines(results, rows, op)).collect();
+    }
+    let mut metrics: Vec<&str> = Vec::new();
+    for row in rows.iter().filter(|r| r.first().primary) {
+        if !metrics.contains(&row.first().metric.as_str()) {
+            metrics.push(&row.first().metric);
+        }
+    }
+    metrics.into_iter().map(|metric| metric_bars(results, workload, rows, metric)).collect()
+}
+
+fn metric_bars(results: &Results, workload: &str, rows: &[Row<'_>], metric: &str) -> String {
+    let rows: Vec<&Row<'_>> = rows.iter().filter(|r| r.first().metric == metric).collect();
+    let labels: Vec<String> = rows.iter().map(|r| r.first().case.clone()).collect();
+    let series = series_over(results, &rows);
+    let unit = &rows[0].first().unit;
+    plots::grouped_bars(&format!("{workload}: {metric} ({unit})"), unit, &labels, &series)
+}
+
+fn latency_lines(results: &Results, rows: &[Row<'_>], operation: &str) -> String {
+    let prefix = format!("{operation} ");
+    let rows: Vec<&Row<'_>> = rows.iter().filter(|r| r.first().metric.starts_with(&prefix)).collect();
+    let labels: Vec<&str> = rows.iter().map(|r| r.first().metric.trim_start_matches(&prefix)).collect();
+    let unit = rows.first().map_or("", |r| r.first().unit.as_str());
+    let series = series_over(results, &rows);
+    plots::log_lines(&format!("latency of {operation} ({unit}, log scale)"), unit, &labels, &series)
+}
+
+fn series_over(results: &Results, rows: &[&Row<'_>]) -> Vec<Series> {
+    results
+        .allocators()
+        .into_iter()
+        .filter(|a| rows.iter().any(|r| r.cell(a).is_some()))
+        .map(|allocator| Series {
+            values: rows.iter().map(|r| r.cell(&allocator).and_then(|c| c.median())).collect(),
+            name: allocator,
+        })
+        .collect()
+}
+
+fn rows_table(results: &Results, rows: &[Row<'_>]) -> String {
+    let allocators = results.allocators();
+    let baseline = results.baseline().unwrap_or_default();
+    let mut html = String::from("<table><tr><th>case</th><th>metric</th><th>unit</th>");
+    for allocator in &allocators {
+        let _ = write!(html, "<th>{}</th>", escape(allocator));
+    }
+    html.push_str("</tr>\n");
+    for row in rows {
+        let first = row.first();
+        let _ = write!(
+            html,
+            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            escape(&first.case),
+            escape(&first.metric),
+            escape(&first.unit)
+        );
+        for allocator in &allocators {
+            html.push_str(&html_cell(row, allocator, &baseline));
+        }
+        html.push_str("</tr>\n");
+    }
+    html.push_str("</table>\n");
+    html
+}
+
+fn html_cell(row: &Row<'_>, allocator: &str, baseline: &str) -> String {
+    let Some(cell) = row.cell(allocator) else {
+        return "<td>–</td>".to_string();
+    };
+    match &cell.outcome {
+        Outcome::Failed(why) => format!(
+            "<td class=\"failed\" title=\"{}\">{}</td>",
+            escape(why),
+            table::short_failure(why)
+        ),
+        Outcome::Measured(summary) => {
+            let class = if row.best() == Some(summary.median) { " class=\"best\"" } else { "" };
+            let ratio = match row.ratio(allocator, baseline) {
+                Some(ratio) if allocator != baseline => {
+                    format!(" <span class=\"ratio\">{}</span>", format_ratio(ratio))
+                }
+                _ => String::new(),
+            };
+            format!(
+                "<td{class}>{} <span class=\"spread\">±{:.0}%</span>{ratio}</td>",
+                format_value(summary.median),
+                summary.spread_percent()
+            )
+        }
+    }
+}

@@ -1,0 +1,128 @@
+//! The terminal table: one row per (workload, case, primary metric), one column per allocator.
+//! A cell shows the median of the trials and its ratio to the baseline (heapworks); `*` marks
+//! the best cell of the row; the last column is the widest spread of the row's trials.
+
+use crate::results::{Outcome, Results, Row};
+use crate::workloads::WorkloadId;
+
+use super::{format_ratio, format_value};
+
+/// The table with its header lines (machine, settings, versions, legend).
+pub fn render(results: &Results) -> String {
+    let mut out = header(results);
+    let allocators = results.allocators();
+    let baseline = results.baseline().unwrap_or_default();
+    let rows: Vec<Row<'_>> = results.rows().into_iter().filter(|r| r.first().primary).collect();
+    let mut lines: Vec<Vec<String>> = vec![title_line(&allocators)];
+    let mut workload_breaks = Vec::new();
+    for (index, row) in rows.iter().enumerate() {
+        if index == 0 || rows[index - 1].first().workload != row.first().workload {
+            workload_breaks.push((lines.len(), row.first().workload.clone()));
+        }
+        lines.push(row_line(row, &allocators, &baseline));
+    }
+    let widths = column_widths(&lines);
+    for (index, line) in lines.iter().enumerate() {
+        if let Some((_, workload)) = workload_breaks.iter().find(|(at, _)| *at == index) {
+            out.push_str(&workload_heading(workload));
+        }
+        out.push_str(&layout_line(line, &widths));
+    }
+    out
+}
+
+fn header(results: &Results) -> String {
+    let env = &results.environment;
+    let baseline = results.baseline().unwrap_or_else(|| "-".to_string());
+    format!(
+        "heapworks bench · {}\nmachine: {}\nrun: {}\ncrates: {}\n\
+         cells: median of trials ×ratio to {baseline}; * best of the row; \
+         ± widest (max−min)/median of the row\n",
+        env.date,
+        env.machine_line(),
+        env.settings_line(),
+        env.versions_line()
+    )
+}
+
+fn workload_heading(workload: &str) -> String {
+    let description = WorkloadId::from_name(workload).map_or("", |w| w.description());
+    format!("\n{workload}: {description}\n")
+}
+
+fn title_line(allocators: &[String]) -> Vec<String> {
+    let mut line = vec!["case".to_string(), "metric".to_string(), "unit".to_string()];
+    line.extend(allocators.iter().cloned());
+    line.push("±".to_string());
+    line
+}
+
+fn row_line(row: &Row<'_>, allocators: &[String], baseline: &str) -> Vec<String> {
+    let first = row.first();
+    let mut line = vec![first.case.clone(), first.metric.clone(), first.unit.clone()];
+    line.extend(allocators.iter().map(|a| cell_text(row, a, baseline)));
+    line.push(row.widest_spread().map_or_else(String::new, |s| format!("{s:.0}%")));
+    line
+}
+
+/// `value ×ratio` (no ratio in the baseline's own column), `*` when best, or the failure.
+pub fn cell_text(row: &Row<'_>, allocator: &str, baseline: &str) -> String {
+    let Some(cell) = row.cell(allocator) else {
+        return "-".to_string();
+    };
+    match &cell.outcome {
+        Outcome::Failed(why) => short_failure(why).to_string(),
+        Outcome::Measured(summary) => {
+            let mut text = format_value(summary.median);
+            if allocator != baseline {
+                if let Some(ratio) = row.ratio(allocator, baseline) {
+                    text = format!("{text} {}", format_ratio(ratio));
+                }
+            }
+            if row.best() == Some(summary.median) {
+                text.push('*');
+            }
+            text
+        }
+    }
+}
+
+/// A failure status shortened for a table cell.
+pub fn short_failure(status: &str) -> &'static str {
+    if status.starts_with("out of memory") {
+        "OOM"
+    } else if status.starts_with("timed out") {
+        "timeout"
+    } else if status.starts_with("corrupted") {
+        "CORRUPT"
+    } else if status.starts_with("setup failed") {
+        "no setup"
+    } else {
+        "failed"
+    }
+}
+
+fn column_widths(lines: &[Vec<String>]) -> Vec<usize> {
+    let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
+    (0..columns)
+        .map(|c| lines.iter().filter_map(|l| l.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .collect()
+}
+
+fn layout_line(line: &[String], widths: &[usize]) -> String {
+    let mut text = String::from("  ");
+    for (index, (field, width)) in line.iter().zip(widths).enumerate() {
+        let padding = width - field.chars().count();
+        if index < 3 {
+            text.push_str(field);
+            text.push_str(&" ".repeat(padding + 2));
+        } else {
+            text.push_str(&" ".repeat(padding));
+            text.push_str(field);
+            text.push_str("  ");
+        }
+    }
+    text.truncate(text.trim_end().len());
+    text.push('\n');
+    text
+}

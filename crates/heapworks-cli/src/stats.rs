@@ -1,0 +1,73 @@
+//! Order statistics: medians of trials, spreads, latency percentiles.
+
+/// The median of `values` (mean of the middle two for an even count); `None` when empty.
+pub fn median(values: &[f64]) -> Option<f64> {
+    let sorted = sorted(values);
+    let n = sorted.len();
+    match n {
+        0 => None,
+        _ if n % 2 == 1 => Some(sorted[n / 2]),
+        _ => Some((sorted[n / 2 - 1] + sorted[n / 2]) / 2.0),
+    }
+}
+
+/// Smallest and largest value; `None` when empty.
+pub fn min_max(values: &[f64]) -> Option<(f64, f64)> {
+    let sorted = sorted(values);
+    Some((*sorted.first()?, *sorted.last()?))
+}
+
+/// The spread of trials: `(max - min) / median`, in percent; 0 for a single trial.
+pub fn spread_percent(values: &[f64]) -> Option<f64> {
+    let (low, high) = min_max(values)?;
+    let middle = median(values)?;
+    if middle == 0.0 {
+        return Some(0.0);
+    }
+    Some((high - low) / middle.abs() * 100.0)
+}
+
+/// The nearest-rank percentile `p` (0–100) of already sorted samples; `None` when empty.
+pub fn percentile(sorted_samples: &[u64], p: f64) -> Option<u64> {
+    let n = sorted_samples.len();
+    if n == 0 {
+        return None;
+    }
+    // The epsilon keeps float error (99.9 / 100 · 1000 = 999.000…1) from skipping a rank.
+    let rank = (p * n as f64 / 100.0 - 1e-9).ceil() as usize;
+    Some(sorted_samples[rank.clamp(1, n) - 1])
+}
+
+fn sorted(values: &[f64]) -> Vec<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[]), None);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
+    }
+
+    #[test]
+    fn spreads() {
+        assert_eq!(spread_percent(&[5.0]), Some(0.0));
+        assert_eq!(spread_percent(&[9.0, 10.0, 11.0]), Some(20.0));
+    }
+
+    #[test]
+    fn percentiles() {
+        let samples: Vec<u64> = (1..=1000).collect();
+        assert_eq!(percentile(&samples, 50.0), Some(500));
+        assert_eq!(percentile(&samples, 99.9), Some(999));
+        assert_eq!(percentile(&samples, 100.0), Some(1000));
+        assert_eq!(percentile(&samples, 0.0), Some(1));
+        assert_eq!(percentile(&[], 50.0), None);
+    }
+}

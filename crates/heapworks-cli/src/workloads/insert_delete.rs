@@ -1,0 +1,179 @@
+//! Insert-delete (seed `003_…`): the cost of putting N blocks into the allocator's free
+//! structure and taking N out again.
+//!
+//! Untimed, 2N blocks of 16–256 B are allocated. Timed, every other block is freed (N frees
+//! that cannot coalesce, since their neighbours stay allocated), then N blocks of the same
+//! distribution are allocated. Reports the total time and the average response time per
+//! request, and each phase's average. Only arenas take part (the question is about
+//! free-structure growth inside a bounded heap).
+
+use std::alloc::Layout;
+use std::time::{Duration, Instant};
+
+use crate::contenders::{Arena, RawHeap, UseAllocator};
+use crate::rng::Rng;
+use crate::timing::Deadline;
+
+use super::blocks::{Block, LiveBlocks};
+use super::{mib, run_trial, Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
+
+/// Requests between two looks at the deadline.
+pub const REQUESTS_PER_CLOCK_CHECK: usize = 256;
+/// Smallest and largest block size drawn.
+pub const SIZES: (usize, usize) = (16, 256);
+
+const METRICS: [MetricSpec; 4] = [
+    MetricSpec::primary("total", "ms", Better::Lower),
+    MetricSpec::primary("response", "ns/request", Better::Lower),
+    MetricSpec::secondary("free response", "ns/request", Better::Lower),
+    MetricSpec::secondary("allocate response", "ns/request", Better::Lower),
+];
+
+/// The block counts N of a run at this scale.
+pub fn block_counts(config: &Config) -> &'static [usize] {
+    config.pick(&[1_000], &[10_000, 100_000], &[10_000, 100_000, 1_000_000])
+}
+
+/// Heap for 2N blocks of up to 256 B and their growth: 1 KiB per N, at least 32 MiB.
+pub fn heap_len_for(blocks: usize) -> usize {
+    (blocks << 10).max(mib(32))
+}
+
+/// One case per N.
+pub fn cases(config: &Config) -> Vec<Case> {
+    let budget = config.trial_budget();
+    block_counts(config)
+        .iter()
+        .map(|&blocks| {
+            let heap_len = heap_len_for(blocks);
+            Case {
+                workload: WorkloadId::InsertDelete,
+                name: format!("N = {blocks}"),
+                heap_len,
+                arena_only: true,
+                metrics: METRICS.to_vec(),
+                run: Box::new(move |allocator, region, seed| {
+                    let trial = Trial { blocks, seed, deadline: Deadline::after(budget) };
+                    run_trial(allocator, region, heap_len, trial)
+                }),
+            }
+        })
+        .collect()
+}
+
+/// A random block layout of the workload's distribution, word-aligned.
+pub fn random_layout(rng: &mut Rng) -> Layout {
+    let size = rng.in_range_inclusive(SIZES.0, SIZES.1);
+    Layout::from_size_align(size, 8).expect("valid layout")
+}
+
+/// Allocates `count` random blocks in sequence (untimed set-up).
+pub fn allocate_sequence<H: RawHeap>(
+    arena: &Arena<'_, H>,
+    rng: &mut Rng,
+    count: usize,
+) -> Result<Vec<Block>, Failure> {
+    let mut blocks = Vec::with_capacity(count);
+    for _ in 0..count {
+        match Block::allocate(arena, random_layout(rng)) {
+            Some(block) => blocks.push(block),
+            None => {
+                release_all(arena, blocks);
+                return Err(Failure::OutOfMemory);
+            }
+        }
+    }
+    Ok(blocks)
+}
+
+/// Hands `blocks` back when the heap needs it (see [`LiveBlocks::release`]).
+pub fn release_all<H: RawHeap>(arena: &Arena<'_, H>, blocks: Vec<Block>) {
+    let mut live = LiveBlocks::with_capacity(blocks.len());
+    blocks.into_iter().for_each(|block| live.push(block));
+    live.release(arena);
+}
+
+/// Splits `blocks` into those at even positions (returned first) and odd positions.
+pub fn split_alternate(blocks: Vec<Block>) -> (Vec<Block>, Vec<Block>) {
+    let (even, odd): (Vec<_>, Vec<_>) = blocks.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
+    (even.into_iter().map(|(_, b)| b).collect(), odd.into_iter().map(|(_, b)| b).collect())
+}
+
+struct Trial {
+    blocks: usize,
+    seed: u64,
+    deadline: Deadline,
+}
+
+impl UseAllocator for Trial {
+    type Output = TrialOutcome;
+
+    fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> TrialOutcome {
+        let mut rng = Rng::new(self.seed);
+        let all = allocate_sequence(arena, &mut rng, self.blocks * 2)?;
+        let (to_free, kept) = split_alternate(all);
+        let mut live = LiveBlocks::with_capacity(self.blocks * 2);
+        kept.into_iter().for_each(|block| live.push(block));
+
+        let free_time = self.free_timed(arena, to_free, &mut live)?;
+        let allocate_time = self.allocate_timed(arena, &mut rng, &mut live)?;
+        live.verify_sample()?;
+        live.release(arena);
+
+        let total = free_time + allocate_time;
+        let per_request = |time: Duration, requests: usize| time.as_secs_f64() * 1e9 / requests as f64;
+        Ok(vec![
+            total.as_secs_f64() * 1e3,
+            per_request(total, self.blocks * 2),
+            per_request(free_time, self.blocks),
+            per_request(allocate_time, self.blocks),
+        ])
+    }
+}
+
+impl Trial {
+    fn free_timed<H: RawHeap>(
+        &self,
+        arena: &Arena<'_, H>,
+        to_free: Vec<Block>,
+        live: &mut LiveBlocks,
+    ) -> Result<Duration, Failure> {
+        let start = Instant::now();
+        let mut pending = to_free.into_iter();
+        while pending.len() > 0 {
+            pending.by_ref().take(REQUESTS_PER_CLOCK_CHECK).for_each(|block| block.free(arena));
+            if self.deadline.passed() {
+                release_all(arena, pending.collect());
+                return Err(self.give_up(arena, live));
+            }
+        }
+        Ok(start.elapsed())
+    }
+
+    fn allocate_timed<H: RawHeap>(
+        &self,
+        arena: &Arena<'_, H>,
+        rng: &mut Rng,
+        live: &mut LiveBlocks,
+    ) -> Result<Duration, Failure> {
+        let start = Instant::now();
+        for index in 0..self.blocks {
+            match Block::allocate(arena, random_layout(rng)) {
+                Some(block) => live.push(block),
+                None => {
+                    std::mem::take(live).release(arena);
+                    return Err(Failure::OutOfMemory);
+                }
+            }
+            if index % REQUESTS_PER_CLOCK_CHECK == 0 && self.deadline.passed() {
+                return Err(self.give_up(arena, live));
+            }
+        }
+        Ok(start.elapsed())
+    }
+
+    fn give_up<H: RawHeap>(&self, arena: &Arena<'_, H>, live: &mut LiveBlocks) -> Failure {
+        std::mem::take(live).release(arena);
+        Failure::TimedOut(self.deadline.budget())
+    }
+}

@@ -1,0 +1,123 @@
+//! Realloc with free neighbours (seed `003_…`): how fast blocks resize when the blocks beside
+//! them are free, so that in-place growth and coalescing are possible.
+//!
+//! Untimed, 2N blocks of 16–256 B are allocated and every other one freed. Timed, every
+//! remaining block is reallocated once: up to `old + 1 ..= 2·old` with probability 55 %
+//! (the seed's slight skew towards growth), otherwise down to `old/2 .. old`. Reports the
+//! total time, the average response time and the share of reallocs that kept their address.
+//! Only arenas take part.
+
+use std::time::Instant;
+
+use crate::contenders::{Arena, RawHeap, UseAllocator};
+use crate::rng::Rng;
+use crate::timing::Deadline;
+
+use super::blocks::{Block, LiveBlocks};
+use super::insert_delete::{
+    allocate_sequence, block_counts, heap_len_for, split_alternate, REQUESTS_PER_CLOCK_CHECK,
+};
+use super::{run_trial, Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
+
+/// Percent chance that a realloc grows the block.
+const GROW_PERCENT: usize = 55;
+
+const METRICS: [MetricSpec; 3] = [
+    MetricSpec::primary("total", "ms", Better::Lower),
+    MetricSpec::primary("response", "ns/realloc", Better::Lower),
+    MetricSpec::secondary("in place", "%", Better::Higher),
+];
+
+/// One case per N (the same N as insert-delete).
+pub fn cases(config: &Config) -> Vec<Case> {
+    let budget = config.trial_budget();
+    block_counts(config)
+        .iter()
+        .map(|&blocks| {
+            let heap_len = heap_len_for(blocks);
+            Case {
+                workload: WorkloadId::ReallocCoalesce,
+                name: format!("N = {blocks}"),
+                heap_len,
+                arena_only: true,
+                metrics: METRICS.to_vec(),
+                run: Box::new(move |allocator, region, seed| {
+                    let trial = Trial { blocks, seed, deadline: Deadline::after(budget) };
+                    run_trial(allocator, region, heap_len, trial)
+                }),
+            }
+        })
+        .collect()
+}
+
+/// The new size for a block of `old` bytes: up with probability 55 %, otherwise down.
+fn resized(rng: &mut Rng, old: usize) -> usize {
+    if rng.chance(GROW_PERCENT, 100) {
+        rng.in_range_inclusive(old + 1, old * 2)
+    } else {
+        rng.in_range((old / 2).max(1), old)
+    }
+}
+
+struct Trial {
+    blocks: usize,
+    seed: u64,
+    deadline: Deadline,
+}
+
+impl UseAllocator for Trial {
+    type Output = TrialOutcome;
+
+    fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> TrialOutcome {
+        let mut rng = Rng::new(self.seed);
+        let all = allocate_sequence(arena, &mut rng, self.blocks * 2)?;
+        let (to_free, kept) = split_alternate(all);
+        // Highest address first: cheap for address-ordered free lists, and untimed anyway.
+        to_free.into_iter().rev().for_each(|block| block.free(arena));
+        let mut live = LiveBlocks::with_capacity(self.blocks);
+        kept.into_iter().for_each(|block| live.push(block));
+        let targets: Vec<usize> =
+            live.as_slice().iter().map(|b| resized(&mut rng, b.layout.size())).collect();
+
+        let start = Instant::now();
+        let in_place = self.realloc_all(arena, &mut live, &targets);
+        let elapsed = start.elapsed();
+        let in_place = match in_place {
+            Ok(count) => count,
+            Err(failure) => {
+                live.release(arena);
+                return Err(failure);
+            }
+        };
+        live.verify_sample()?;
+        live.release(arena);
+        Ok(vec![
+            elapsed.as_secs_f64() * 1e3,
+            elapsed.as_secs_f64() * 1e9 / self.blocks as f64,
+            in_place as f64 / self.blocks as f64 * 100.0,
+        ])
+    }
+}
+
+impl Trial {
+    /// Reallocates every live block to its target; the number that kept their address.
+    fn realloc_all<H: RawHeap>(
+        &self,
+        arena: &Arena<'_, H>,
+        live: &mut LiveBlocks,
+        targets: &[usize],
+    ) -> Result<usize, Failure> {
+        let mut in_place = 0;
+        for (index, (block, &target)) in live.as_mut_slice().iter_mut().zip(targets).enumerate() {
+            let before: Block = *block;
+            if !block.reallocate(arena, target) {
+                return Err(Failure::OutOfMemory);
+            }
+            in_place += usize::from(before.ptr == block.ptr);
+            if index % REQUESTS_PER_CLOCK_CHECK == 0 && self.deadline.passed() {
+                return Err(Failure::TimedOut(self.deadline.budget()));
+            }
+        }
+        Ok(in_place)
+    }
+}
