@@ -9,7 +9,7 @@
 use core::ptr::NonNull;
 
 use crate::bins::{bin_of, BIN_COUNT};
-use crate::chunk::{Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE, SIZE_MASK};
+use crate::chunk::{Chunk, IN_USE, MIN_CHUNK, PREV_IN_USE, SIZE_MASK};
 use crate::error::{Corruption, CorruptionKind};
 use crate::region::{first_chunk_addr, RegionRecord, RECORD_CHUNK};
 use crate::Heap;
@@ -102,7 +102,8 @@ impl Heap {
         // SAFETY: forwarded from the caller.
         let header = unsafe { chunk.header() };
         let size = header & SIZE_MASK;
-        if size < MIN_CHUNK || size % GRANULE != 0 || size > sentinel - addr {
+        let stray_bits = header & !SIZE_MASK & !(IN_USE | PREV_IN_USE);
+        if size < MIN_CHUNK || stray_bits != 0 || size > sentinel - addr {
             fail(addr, CorruptionKind::BadSize)?;
         }
         if (header & PREV_IN_USE != 0) != prev_in_use {

@@ -34,6 +34,10 @@ pub(crate) const MIN_CHUNK: usize = 4 * WORD;
 pub(crate) const IN_USE: usize = 1;
 /// Set in a header when the chunk before this one is in use.
 pub(crate) const PREV_IN_USE: usize = 2;
+/// A header bit the heap never sets (sizes are multiples of 8 or more, and only bits 0 and 1
+/// are flags). Embedders may put a word with this bit set in front of blocks they manage
+/// themselves, and tell them from the heap's blocks by the word before the payload.
+pub(crate) const EMBEDDER_TAG: usize = 4;
 /// The bits of a header that hold the size.
 pub(crate) const SIZE_MASK: usize = !(GRANULE - 1);
 /// The largest payload a request may ask for; anything above cannot be represented.

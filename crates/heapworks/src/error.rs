@@ -118,7 +118,7 @@ pub struct Corruption {
 pub enum CorruptionKind {
     /// A region record is damaged (wrong header, sentinel outside the region).
     BadRegion,
-    /// A chunk size is not a multiple of the granule, below the minimum, or runs past the end.
+    /// A chunk size is below the minimum or runs past the end, or stray header bits are set.
     BadSize,
     /// `PREV_IN_USE` disagrees with the chunk before.
     BadPrevFlag,

@@ -62,3 +62,9 @@ pub use unsync::UnsyncHeap;
 
 /// The payload alignment every block has without asking: 16 B on 64-bit targets, 8 on 32-bit.
 pub const GRANULE: usize = chunk::GRANULE;
+
+/// A bit the heap never sets in the word just before a block it hands out (that word is the
+/// block's header). An embedder that also serves blocks from elsewhere (say, whole pages from
+/// `mmap`) can put a word with this bit set in front of those, and tell the two kinds apart on
+/// `free` with one load: `(*ptr.cast::<usize>().sub(1)) & EMBEDDER_TAG != 0`.
+pub const EMBEDDER_TAG: usize = chunk::EMBEDDER_TAG;

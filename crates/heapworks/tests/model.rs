@@ -20,6 +20,10 @@ fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
     ]
 }
 
+/// Longest sequence and largest block; Miri interprets every byte copied, so it gets less.
+const MAX_OPS: usize = if cfg!(miri) { 60 } else { 600 };
+const LARGE: usize = if cfg!(miri) { 3000 } else { 40_000 };
+
 fn run(ops: &[Op], arena_bytes: usize) {
     let mut arena = Arena::new(arena_bytes);
     let bounds = arena.range();
@@ -40,13 +44,13 @@ proptest! {
 
     /// Small blocks in a small arena: exhaustion, splitting and coalescing all the time.
     #[test]
-    fn small_blocks_in_a_tight_arena(ops in prop::collection::vec(op_strategy(300), 1..600)) {
+    fn small_blocks_in_a_tight_arena(ops in prop::collection::vec(op_strategy(300), 1..MAX_OPS)) {
         run(&ops, 16 * 1024);
     }
 
     /// Sizes across many bins, with high alignments.
     #[test]
-    fn mixed_sizes(ops in prop::collection::vec(op_strategy(40_000), 1..600)) {
+    fn mixed_sizes(ops in prop::collection::vec(op_strategy(LARGE), 1..MAX_OPS)) {
         run(&ops, 1 << 20);
     }
 }
@@ -70,7 +74,7 @@ fn soak_small_sizes_near_exhaustion() {
 #[test]
 fn soak_large_sizes() {
     for seed in 100..100 + SOAK_SEEDS {
-        let tally = soak(seed, SOAK_OPS, 64 * 1024, 4 << 20, 64);
+        let tally = soak(seed, SOAK_OPS, LARGE, 4 << 20, 64);
         assert!(tally.allocations > tally.failed_allocations, "{tally:?}");
         assert!(tally.grown_in_place > 0, "{tally:?}");
     }
