@@ -17,7 +17,11 @@ use crate::workloads::{Config, Scale, WorkloadId};
 pub const DEFAULT_REPORT_DIR: &str = "target/heapworks-report";
 
 #[derive(Debug, Parser)]
-#[command(name = "heapworks", version, about = "heapworks and its peers, side by side")]
+#[command(
+    name = "heapworks",
+    version,
+    about = "heapworks and its peers, side by side"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -137,7 +141,10 @@ fn run_selection(config: &Config, selection: &Selection) -> Result<Results, Stri
         cells.extend(counted.map_err(|e| e.to_string())?);
     }
     progress.finish_and_clear();
-    Ok(Results { environment: Environment::detect(config, &selection.allocators), cells })
+    Ok(Results {
+        environment: Environment::detect(config, &selection.allocators),
+        cells,
+    })
 }
 
 fn config_of(args: &BenchArgs) -> Config {
@@ -164,7 +171,10 @@ fn announce(outputs: &Outputs) {
 
 fn rerender(args: &ReportArgs) -> Result<(), String> {
     let results = read_results(&args.results)?;
-    let outputs = Outputs { html_dir: Some(args.out.clone()), ..Outputs::default() };
+    let outputs = Outputs {
+        html_dir: Some(args.out.clone()),
+        ..Outputs::default()
+    };
     outputs.check_writable().map_err(|e| e.to_string())?;
     print!("{}", table::render(&results));
     outputs.write(&results).map_err(|e| e.to_string())?;
@@ -181,11 +191,19 @@ fn read_results(path: &Path) -> Result<Results, String> {
 fn listing() -> String {
     let mut text = String::from("workloads:\n");
     for workload in WorkloadId::ALL {
-        text.push_str(&format!("  {:<18} {}\n", workload.name(), workload.description()));
+        text.push_str(&format!(
+            "  {:<18} {}\n",
+            workload.name(),
+            workload.description()
+        ));
     }
     text.push_str("allocators:\n");
     for allocator in AllocatorId::ALL {
-        text.push_str(&format!("  {:<18} {}\n", allocator.name(), allocator.crate_version()));
+        text.push_str(&format!(
+            "  {:<18} {}\n",
+            allocator.name(),
+            allocator.crate_version()
+        ));
     }
     text
 }
@@ -202,9 +220,13 @@ fn parse_trials(text: &str) -> Result<usize, String> {
 /// `--duration`: `250ms`, `0.5s`, `800us`, or a bare number of milliseconds; must be positive.
 pub fn parse_duration(text: &str) -> Result<Duration, String> {
     let text = text.trim();
-    let split = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
+    let split = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
     let (number, unit) = text.split_at(split);
-    let value: f64 = number.parse().map_err(|_| format!("`{text}` is not a duration (e.g. 40ms, 0.2s)"))?;
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` is not a duration (e.g. 40ms, 0.2s)"))?;
     let seconds = match unit.trim() {
         "" | "ms" => value / 1e3,
         "s" => value,

@@ -12,10 +12,10 @@
 //! identical for every allocator. The region is 2 MiB-aligned and the sequences are seeded,
 //! so repeated runs give the same numbers.
 
-use std::collections::HashMap;
 use std::alloc::Layout;
+use std::collections::HashMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -139,10 +139,16 @@ pub fn run(
     std::thread::scope(|scope| {
         for _ in 0..PARALLEL_RUNS {
             scope.spawn(|| {
-                while let Some(&(allocator, sequence)) = jobs.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    progress.set_message(format!("instructions · {} · {allocator}", sequence.name()));
+                while let Some(&(allocator, sequence)) =
+                    jobs.get(next.fetch_add(1, Ordering::Relaxed))
+                {
+                    progress
+                        .set_message(format!("instructions · {} · {allocator}", sequence.name()));
                     let counted = count(&exe, allocator, sequence, config.seed);
-                    finished.lock().expect("no worker panics").push((allocator, sequence, counted));
+                    finished
+                        .lock()
+                        .expect("no worker panics")
+                        .push((allocator, sequence, counted));
                     progress.inc(1);
                 }
             });
@@ -150,7 +156,10 @@ pub fn run(
     });
     let mut finished = finished.into_inner().expect("no worker panics");
     finished.sort_by_key(|(a, s, _)| (Sequence::ALL.iter().position(|x| x == s), *a));
-    Ok(finished.into_iter().flat_map(|(a, s, counted)| cells(a, s, counted)).collect())
+    Ok(finished
+        .into_iter()
+        .flat_map(|(a, s, counted)| cells(a, s, counted))
+        .collect())
 }
 
 fn cells(
@@ -202,8 +211,16 @@ fn count(
     let profile = profile.map_err(|e| InstructionsError(format!("no callgrind output: {e}")))?;
     let costs = inclusive_costs(&profile);
     let per_call = |wrapper: &str, calls: u64| {
-        let total: u64 = costs.iter().filter(|(f, _)| f.contains(wrapper)).map(|(_, c)| c).sum();
-        if calls == 0 { f64::NAN } else { total as f64 / calls as f64 }
+        let total: u64 = costs
+            .iter()
+            .filter(|(f, _)| f.contains(wrapper))
+            .map(|(_, c)| c)
+            .sum();
+        if calls == 0 {
+            f64::NAN
+        } else {
+            total as f64 / calls as f64
+        }
     };
     Ok([
         per_call("measured_allocate", calls.allocate),
@@ -217,23 +234,42 @@ fn run_probe_under_callgrind(
     allocator: AllocatorId,
     sequence: Sequence,
     seed: u64,
-    out_file: &PathBuf,
+    out_file: &Path,
 ) -> Result<CallCounts, InstructionsError> {
     let output = Command::new("valgrind")
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}", out_file.display()))
-        .args(["--collect-atstart=no", "--compress-strings=no", "--compress-pos=no"])
-        .args(["measured_allocate", "measured_free", "measured_realloc"].map(|w| format!("--toggle-collect=*{w}*")))
+        .args([
+            "--collect-atstart=no",
+            "--compress-strings=no",
+            "--compress-pos=no",
+        ])
+        .args(
+            ["measured_allocate", "measured_free", "measured_realloc"]
+                .map(|w| format!("--toggle-collect=*{w}*")),
+        )
         .arg(exe)
-        .args(["instructions-probe", "--allocator", allocator.name(), "--sequence", sequence.flag()])
+        .args([
+            "instructions-probe",
+            "--allocator",
+            allocator.name(),
+            "--sequence",
+            sequence.flag(),
+        ])
         .args(["--seed", &seed.to_string()])
         .output()
         .map_err(|e| InstructionsError(format!("cannot run valgrind: {e}")))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
     if !output.status.success() {
         let stderr = String::from_utf8_lossy(&output.stderr);
-        let reason = stderr.lines().rev().find(|l| l.starts_with("error:")).unwrap_or("probe failed");
-        return Err(InstructionsError(reason.trim_start_matches("error: ").to_string()));
+        let reason = stderr
+            .lines()
+            .rev()
+            .find(|l| l.starts_with("error:"))
+            .unwrap_or("probe failed");
+        return Err(InstructionsError(
+            reason.trim_start_matches("error: ").to_string(),
+        ));
     }
     parse_call_counts(&stdout)
         .ok_or_else(|| InstructionsError(format!("probe printed no call counts: {stdout}")))
@@ -290,11 +326,18 @@ pub fn probe(args: &ProbeArgs) -> Result<(), InstructionsError> {
         .ok_or_else(|| InstructionsError(format!("unknown allocator `{}`", args.allocator)))?;
     let sequence = Sequence::from_flag(&args.sequence)
         .ok_or_else(|| InstructionsError(format!("unknown sequence `{}`", args.sequence)))?;
-    let mut region = Region::pretouched(PROBE_HEAP).map_err(|e| InstructionsError(e.to_string()))?;
-    let probe = Probe { sequence, seed: args.seed };
+    let mut region =
+        Region::pretouched(PROBE_HEAP).map_err(|e| InstructionsError(e.to_string()))?;
+    let probe = Probe {
+        sequence,
+        seed: args.seed,
+    };
     let counts = contenders::with_allocator(allocator, &mut region, PROBE_HEAP, probe)
         .map_err(|e| InstructionsError(e.to_string()))??;
-    println!("calls allocate={} free={} realloc={}", counts.allocate, counts.free, counts.realloc);
+    println!(
+        "calls allocate={} free={} realloc={}",
+        counts.allocate, counts.free, counts.realloc
+    );
     Ok(())
 }
 
@@ -320,7 +363,12 @@ pub unsafe fn measured_free<H: RawHeap>(heap: &mut H, ptr: *mut u8, layout: Layo
 /// # Safety
 /// `ptr` is a live block of `heap` with `layout`; `new_size` is non-zero.
 #[inline(never)]
-pub unsafe fn measured_realloc<H: RawHeap>(heap: &mut H, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+pub unsafe fn measured_realloc<H: RawHeap>(
+    heap: &mut H,
+    ptr: *mut u8,
+    layout: Layout,
+    new_size: usize,
+) -> *mut u8 {
     // SAFETY: forwarded from this function's contract.
     unsafe { heap.reallocate(ptr, layout, new_size) }
 }
@@ -362,7 +410,8 @@ impl<H: RawHeap> Counted<'_, H> {
         // SAFETY: the block is live in this heap with its layout; `new_size` is non-zero.
         let ptr = unsafe { measured_realloc(self.heap, block.ptr, block.layout, new_size) };
         if !ptr.is_null() {
-            let layout = Layout::from_size_align(new_size, block.layout.align()).expect("valid layout");
+            let layout =
+                Layout::from_size_align(new_size, block.layout.align()).expect("valid layout");
             self.live[index] = Live { ptr, layout };
         }
     }
@@ -384,7 +433,11 @@ impl UseAllocator for Probe {
 
     fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> Self::Output {
         let mut heap = arena.lock();
-        let mut counted = Counted { heap: &mut *heap, calls: CallCounts::default(), live: Vec::with_capacity(LIVE * 2) };
+        let mut counted = Counted {
+            heap: &mut *heap,
+            calls: CallCounts::default(),
+            live: Vec::with_capacity(LIVE * 2),
+        };
         let mut rng = Rng::new(self.seed);
         match self.sequence {
             Sequence::Uniform64 => uniform64(&mut counted, &mut rng)?,
@@ -395,15 +448,24 @@ impl UseAllocator for Probe {
     }
 }
 
-fn uniform64<H: RawHeap>(counted: &mut Counted<'_, H>, rng: &mut Rng) -> Result<(), InstructionsError> {
+fn uniform64<H: RawHeap>(
+    counted: &mut Counted<'_, H>,
+    rng: &mut Rng,
+) -> Result<(), InstructionsError> {
     let small = Layout::from_size_align(64, 8).expect("valid layout");
     let out_of_memory = || InstructionsError("out of memory".into());
     for _ in 0..LIVE {
-        counted.allocate(small).then_some(()).ok_or_else(out_of_memory)?;
+        counted
+            .allocate(small)
+            .then_some(())
+            .ok_or_else(out_of_memory)?;
     }
     for _ in 0..CHURN {
         counted.free(rng.below(counted.live.len()));
-        counted.allocate(small).then_some(()).ok_or_else(out_of_memory)?;
+        counted
+            .allocate(small)
+            .then_some(())
+            .ok_or_else(out_of_memory)?;
     }
     for index in 0..counted.live.len() {
         counted.realloc(index, 128);
@@ -437,14 +499,22 @@ mod tests {
     #[test]
     fn call_counts_parse() {
         let counts = parse_call_counts("noise\ncalls allocate=3 free=2 realloc=1\n").unwrap();
-        assert_eq!(counts, CallCounts { allocate: 3, free: 2, realloc: 1 });
+        assert_eq!(
+            counts,
+            CallCounts {
+                allocate: 3,
+                free: 2,
+                realloc: 1
+            }
+        );
         assert_eq!(parse_call_counts("calls allocate=x"), None);
         assert_eq!(parse_call_counts(""), None);
     }
 
     #[test]
     fn inclusive_costs_add_self_and_call_lines() {
-        let profile = "events: Ir\nfn=a::measured_allocate\n10 5\n11 2\ncfn=inner\ncalls=1 20\n12 40\n\
+        let profile =
+            "events: Ir\nfn=a::measured_allocate\n10 5\n11 2\ncfn=inner\ncalls=1 20\n12 40\n\
                        fn=inner\n20 40\n";
         let costs = inclusive_costs(profile);
         assert_eq!(costs["a::measured_allocate"], 47);
@@ -461,7 +531,10 @@ mod tests {
                     .unwrap()
                     .unwrap();
                 assert!(counts.allocate >= LIVE as u64, "{allocator} {sequence:?}");
-                assert!(counts.free >= LIVE as u64 && counts.realloc > 0, "{allocator} {sequence:?}");
+                assert!(
+                    counts.free >= LIVE as u64 && counts.realloc > 0,
+                    "{allocator} {sequence:?}"
+                );
             }
         }
     }

@@ -7,14 +7,14 @@
 //! - [`runner`]: plans cases, interleaves trials allocator by allocator, aggregates medians.
 //! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms.
 
+pub mod cli;
 pub mod contenders;
+pub mod instructions;
 pub mod region;
+pub mod report;
+pub mod results;
 pub mod rng;
+pub mod runner;
 pub mod stats;
 pub mod timing;
 pub mod workloads;
-pub mod results;
-pub mod runner;
-pub mod report;
-pub mod cli;
-pub mod instructions;

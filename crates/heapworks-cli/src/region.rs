@@ -24,7 +24,11 @@ pub struct RegionError {
 
 impl fmt::Display for RegionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "could not reserve a {} MiB region for the heaps", self.len >> 20)
+        write!(
+            f,
+            "could not reserve a {} MiB region for the heaps",
+            self.len >> 20
+        )
     }
 }
 
@@ -37,8 +41,8 @@ impl Region {
 
     /// Reserves `len` bytes (at least one page) and writes to every page.
     pub fn pretouched(len: usize) -> Result<Self, RegionError> {
-        let layout = Layout::from_size_align(len.max(PAGE), Self::ALIGN)
-            .map_err(|_| RegionError { len })?;
+        let layout =
+            Layout::from_size_align(len.max(PAGE), Self::ALIGN).map_err(|_| RegionError { len })?;
         // SAFETY: `layout` has a non-zero size (at least one page).
         let base = NonNull::new(unsafe { alloc(layout) }).ok_or(RegionError { len })?;
         let region = Self { base, layout };

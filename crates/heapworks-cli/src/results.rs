@@ -114,7 +114,12 @@ impl Environment {
             cpu: cpu_model(),
             cores: std::thread::available_parallelism().map_or(1, |n| n.get()),
             os: os_description(),
-            build: if cfg!(debug_assertions) { "debug" } else { "release" }.to_string(),
+            build: if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+            .to_string(),
             revision: workspace_revision(),
             seed: config.seed,
             trials: config.trials,
@@ -132,7 +137,10 @@ impl Environment {
 
     /// The machine in one line: CPU, cores, OS, build.
     pub fn machine_line(&self) -> String {
-        format!("{}, {} cores · {} · {} build", self.cpu, self.cores, self.os, self.build)
+        format!(
+            "{}, {} cores · {} · {} build",
+            self.cpu, self.cores, self.os, self.build
+        )
     }
 
     /// The run's settings in one line.
@@ -162,7 +170,12 @@ pub struct Results {
 impl Results {
     /// Allocator names in column order (first appearance).
     pub fn allocators(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.environment.versions.iter().map(|(n, _)| n.clone()).collect();
+        let mut names: Vec<String> = self
+            .environment
+            .versions
+            .iter()
+            .map(|(n, _)| n.clone())
+            .collect();
         for cell in &self.cells {
             if !names.contains(&cell.allocator) {
                 names.push(cell.allocator.clone());
@@ -228,12 +241,19 @@ impl<'a> Row<'a> {
 
     /// The cell of `allocator`, if it took part.
     pub fn cell(&self, allocator: &str) -> Option<&'a Cell> {
-        self.cells.iter().copied().find(|c| c.allocator == allocator)
+        self.cells
+            .iter()
+            .copied()
+            .find(|c| c.allocator == allocator)
     }
 
     /// The best median of the row in the metric's direction.
     pub fn best(&self) -> Option<f64> {
-        let medians = self.cells.iter().filter_map(|c| c.median()).filter(|v| v.is_finite());
+        let medians = self
+            .cells
+            .iter()
+            .filter_map(|c| c.median())
+            .filter(|v| v.is_finite());
         match self.first().better {
             Better::Higher => medians.reduce(f64::max),
             Better::Lower => medians.reduce(f64::min),
@@ -322,11 +342,17 @@ impl Results {
     pub fn from_records(records: Vec<Record>) -> Result<Self, FormatError> {
         let (environment, cells): (Vec<_>, Vec<_>) =
             records.into_iter().partition(|r| r.workload == ENVIRONMENT);
-        let cells = cells.into_iter().map(record_cell).collect::<Result<Vec<_>, _>>()?;
+        let cells = cells
+            .into_iter()
+            .map(record_cell)
+            .collect::<Result<Vec<_>, _>>()?;
         if cells.is_empty() {
             return Err(FormatError("the file holds no measurements".into()));
         }
-        Ok(Self { environment: parse_environment(&environment), cells })
+        Ok(Self {
+            environment: parse_environment(&environment),
+            cells,
+        })
     }
 }
 
@@ -371,7 +397,12 @@ fn environment_records(env: &Environment) -> Vec<Record> {
 
 fn parse_environment(records: &[Record]) -> Environment {
     let field = |case: &str| records.iter().find(|r| r.case == case).map(|r| &r.value);
-    let text = |case: &str| field(case).and_then(Value::as_str).unwrap_or("unknown").to_string();
+    let text = |case: &str| {
+        field(case)
+            .and_then(Value::as_str)
+            .unwrap_or("unknown")
+            .to_string()
+    };
     let number = |case: &str| field(case).and_then(Value::as_f64).unwrap_or(0.0);
     Environment {
         date: text("date"),
@@ -387,7 +418,12 @@ fn parse_environment(records: &[Record]) -> Environment {
         versions: records
             .iter()
             .filter(|r| r.case == "version")
-            .map(|r| (r.allocator.clone(), r.value.as_str().unwrap_or("unknown").to_string()))
+            .map(|r| {
+                (
+                    r.allocator.clone(),
+                    r.value.as_str().unwrap_or("unknown").to_string(),
+                )
+            })
             .collect(),
     }
 }
@@ -457,10 +493,16 @@ fn record_cell(record: Record) -> Result<Cell, FormatError> {
 
 /// `YYYY-MM-DD HH:MM UTC` for the current time.
 fn utc_now() -> String {
-    let seconds = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let seconds = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
     let (year, month, day) = civil_from_days((seconds / 86_400) as i64);
     let minute_of_day = seconds % 86_400 / 60;
-    format!("{year:04}-{month:02}-{day:02} {:02}:{:02} UTC", minute_of_day / 60, minute_of_day % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02} UTC",
+        minute_of_day / 60,
+        minute_of_day % 60
+    )
 }
 
 /// Gregorian date of a day count since 1970-01-01 (Howard Hinnant's `civil_from_days`).
@@ -468,11 +510,16 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let day_of_era = z.rem_euclid(146_097);
-    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
     let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
     let month_index = (5 * day_of_year + 2) / 153;
     let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
-    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
+    let month = if month_index < 10 {
+        month_index + 3
+    } else {
+        month_index - 9
+    } as u32;
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
 }
@@ -483,20 +530,29 @@ fn cpu_model() -> String {
         .lines()
         .find_map(|line| {
             let (key, value) = line.split_once(':')?;
-            matches!(key.trim(), "model name" | "Hardware" | "cpu model").then(|| value.trim().to_string())
+            matches!(key.trim(), "model name" | "Hardware" | "cpu model")
+                .then(|| value.trim().to_string())
         })
         .unwrap_or_else(|| format!("unknown {} CPU", std::env::consts::ARCH))
 }
 
 fn os_description() -> String {
     let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{} {}", std::env::consts::OS, kernel.trim()).trim().to_string()
+    format!("{} {}", std::env::consts::OS, kernel.trim())
+        .trim()
+        .to_string()
 }
 
 /// `git describe --always --dirty` of the workspace this binary was built from, if available.
 fn workspace_revision() -> String {
     std::process::Command::new("git")
-        .args(["-C", env!("CARGO_MANIFEST_DIR"), "describe", "--always", "--dirty"])
+        .args([
+            "-C",
+            env!("CARGO_MANIFEST_DIR"),
+            "describe",
+            "--always",
+            "--dirty",
+        ])
         .output()
         .ok()
         .filter(|out| out.status.success())
@@ -529,7 +585,12 @@ mod tests {
     }
 
     fn measured(median: f64) -> Outcome {
-        Outcome::Measured(Summary { median, min: median * 0.9, max: median * 1.1, trials: 3 })
+        Outcome::Measured(Summary {
+            median,
+            min: median * 0.9,
+            max: median * 1.1,
+            trials: 3,
+        })
     }
 
     #[test]
@@ -542,7 +603,10 @@ mod tests {
                 versions: vec![("heapworks".into(), "heapworks x".into())],
                 ..Environment::default()
             },
-            cells: vec![cell("heapworks", measured(2.0)), cell("talc", Outcome::Failed("out of memory".into()))],
+            cells: vec![
+                cell("heapworks", measured(2.0)),
+                cell("talc", Outcome::Failed("out of memory".into())),
+            ],
         };
         let back = Results::from_records(results.to_records()).unwrap();
         assert_eq!(back.cells, results.cells);
@@ -554,7 +618,10 @@ mod tests {
     fn rows_ratios_and_best() {
         let results = Results {
             environment: Environment::default(),
-            cells: vec![cell("heapworks", measured(2.0)), cell("talc", measured(3.0))],
+            cells: vec![
+                cell("heapworks", measured(2.0)),
+                cell("talc", measured(3.0)),
+            ],
         };
         let rows = results.rows();
         assert_eq!(rows.len(), 1);

@@ -49,7 +49,12 @@ impl Selection {
     pub fn from_filter(terms: &[String]) -> Result<Self, UnknownName> {
         let mut workloads = Vec::new();
         let mut allocators = Vec::new();
-        for term in terms.iter().flat_map(|t| t.split(',')).map(str::trim).filter(|t| !t.is_empty()) {
+        for term in terms
+            .iter()
+            .flat_map(|t| t.split(','))
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+        {
             if let Some(workload) = WorkloadId::from_name(term) {
                 workloads.push(workload);
             } else if let Some(allocator) = AllocatorId::from_name(term) {
@@ -71,7 +76,11 @@ impl Selection {
 
     /// The timed workloads of the selection.
     pub fn timed_workloads(&self) -> Vec<WorkloadId> {
-        self.workloads.iter().copied().filter(|w| *w != WorkloadId::Instructions).collect()
+        self.workloads
+            .iter()
+            .copied()
+            .filter(|w| *w != WorkloadId::Instructions)
+            .collect()
     }
 }
 
@@ -80,12 +89,19 @@ fn in_canonical_order<T: Copy + PartialEq>(picked: Vec<T>, default: &[T], order:
     if picked.is_empty() {
         return default.to_vec();
     }
-    order.iter().copied().filter(|item| picked.contains(item)).collect()
+    order
+        .iter()
+        .copied()
+        .filter(|item| picked.contains(item))
+        .collect()
 }
 
 /// Number of (trial, allocator) runs of `cases`, for the progress bar.
 pub fn trial_count(cases: &[Case], allocators: &[AllocatorId], config: &Config) -> u64 {
-    let runs: usize = cases.iter().map(|c| allocators.iter().filter(|&&a| c.admits(a)).count()).sum();
+    let runs: usize = cases
+        .iter()
+        .map(|c| allocators.iter().filter(|&&a| c.admits(a)).count())
+        .sum();
     (runs * config.trials) as u64
 }
 
@@ -105,14 +121,23 @@ pub fn run_timed(
     selection: &Selection,
     progress: &ProgressBar,
 ) -> Result<Vec<Cell>, RegionError> {
-    let cases: Vec<Case> =
-        selection.timed_workloads().iter().flat_map(|w| w.cases(config)).collect();
+    let cases: Vec<Case> = selection
+        .timed_workloads()
+        .iter()
+        .flat_map(|w| w.cases(config))
+        .collect();
     progress.inc_length(trial_count(&cases, &selection.allocators, config));
     let mut region: Option<Region> = None;
     let mut cells = Vec::new();
     for case in &cases {
         let region = prepare_region(&mut region, case.heap_len)?;
-        cells.extend(run_case(case, config, &selection.allocators, region, progress));
+        cells.extend(run_case(
+            case,
+            config,
+            &selection.allocators,
+            region,
+            progress,
+        ));
     }
     Ok(cells)
 }
@@ -133,7 +158,11 @@ fn run_case(
     region: &mut Region,
     progress: &ProgressBar,
 ) -> Vec<Cell> {
-    let participants: Vec<AllocatorId> = allocators.iter().copied().filter(|&a| case.admits(a)).collect();
+    let participants: Vec<AllocatorId> = allocators
+        .iter()
+        .copied()
+        .filter(|&a| case.admits(a))
+        .collect();
     let mut outcomes: Vec<Vec<TrialOutcome>> = vec![Vec::new(); participants.len()];
     let label = format!("{}/{}", case.workload, case.name);
     for trial in 0..config.trials {
@@ -162,7 +191,11 @@ fn cells_of(case: &Case, allocator: AllocatorId, history: &[TrialOutcome]) -> Ve
         .map(|(index, metric)| {
             let outcome = match failure {
                 Some(failure) => Outcome::Failed(failure.to_string()),
-                None => summarize(history.iter().filter_map(|o| o.as_ref().ok()?.get(index).copied())),
+                None => summarize(
+                    history
+                        .iter()
+                        .filter_map(|o| o.as_ref().ok()?.get(index).copied()),
+                ),
             };
             Cell {
                 workload: case.workload.name().to_string(),
@@ -181,17 +214,27 @@ fn cells_of(case: &Case, allocator: AllocatorId, history: &[TrialOutcome]) -> Ve
 fn summarize(values: impl Iterator<Item = f64>) -> Outcome {
     let values: Vec<f64> = values.filter(|v| v.is_finite()).collect();
     match (median(&values), min_max(&values)) {
-        (Some(median), Some((min, max))) => {
-            Outcome::Measured(Summary { median, min, max, trials: values.len() })
-        }
+        (Some(median), Some((min, max))) => Outcome::Measured(Summary {
+            median,
+            min,
+            max,
+            trials: values.len(),
+        }),
         _ => Outcome::Failed("no samples".to_string()),
     }
 }
 
 /// Runs the timed workloads and wraps the cells with the environment.
-pub fn run(config: &Config, selection: &Selection, progress: &ProgressBar) -> Result<Results, RegionError> {
+pub fn run(
+    config: &Config,
+    selection: &Selection,
+    progress: &ProgressBar,
+) -> Result<Results, RegionError> {
     let cells = run_timed(config, selection, progress)?;
-    Ok(Results { environment: Environment::detect(config, &selection.allocators), cells })
+    Ok(Results {
+        environment: Environment::detect(config, &selection.allocators),
+        cells,
+    })
 }
 
 #[cfg(test)]
@@ -203,7 +246,10 @@ mod tests {
         let selection =
             Selection::from_filter(&["talc,latency".into(), "heapworks".into()]).unwrap();
         assert_eq!(selection.workloads, vec![WorkloadId::Latency]);
-        assert_eq!(selection.allocators, vec![AllocatorId::Heapworks, AllocatorId::Talc]);
+        assert_eq!(
+            selection.allocators,
+            vec![AllocatorId::Heapworks, AllocatorId::Talc]
+        );
     }
 
     #[test]

@@ -45,7 +45,10 @@ pub struct Deadline {
 impl Deadline {
     /// A deadline `budget` from now.
     pub fn after(budget: Duration) -> Self {
-        Self { start: Instant::now(), budget }
+        Self {
+            start: Instant::now(),
+            budget,
+        }
     }
 
     /// Whether the budget is spent.

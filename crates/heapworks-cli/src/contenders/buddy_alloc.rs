@@ -26,7 +26,9 @@ unsafe impl Send for BuddyAllocHeap {}
 
 impl BuddyAllocHeap {
     fn inner(&self) -> &NonThreadsafeAlloc {
-        self.0.as_ref().expect("buddy-alloc used before its region was claimed")
+        self.0
+            .as_ref()
+            .expect("buddy-alloc used before its region was claimed")
     }
 
     /// The request buddy-alloc actually sees: the size, grown to the alignment.
@@ -58,7 +60,9 @@ impl RawHeap for BuddyAllocHeap {
     unsafe fn claim(&mut self, base: *mut u8, len: usize) -> Result<(), SetupError> {
         let fast_len = (len / 8) & !(BLOCK - 1);
         if fast_len < BLOCK * 16 {
-            return Err(SetupError(format!("buddy-alloc needs more than {len} bytes")));
+            return Err(SetupError(format!(
+                "buddy-alloc needs more than {len} bytes"
+            )));
         }
         // SAFETY: `fast_len < len`, so the buddy part starts inside the region.
         let buddy_base = unsafe { base.add(fast_len) };

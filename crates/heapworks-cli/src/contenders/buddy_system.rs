@@ -22,7 +22,9 @@ impl RawHeap for BuddySystemHeap {
     }
 
     unsafe fn allocate(&mut self, layout: Layout) -> *mut u8 {
-        self.0.alloc(layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+        self.0
+            .alloc(layout)
+            .map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 
     unsafe fn deallocate(&mut self, ptr: *mut u8, layout: Layout) {

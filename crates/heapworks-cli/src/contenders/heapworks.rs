@@ -22,7 +22,9 @@ impl RawHeap for HeapworksHeap {
     }
 
     unsafe fn allocate(&mut self, layout: Layout) -> *mut u8 {
-        self.0.allocate(layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+        self.0
+            .allocate(layout)
+            .map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 
     unsafe fn deallocate(&mut self, ptr: *mut u8, layout: Layout) {
@@ -32,7 +34,10 @@ impl RawHeap for HeapworksHeap {
 
     unsafe fn reallocate(&mut self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: `ptr` is a live, non-null block of this heap with `layout`.
-        unsafe { self.0.realloc(NonNull::new_unchecked(ptr), layout, new_size) }
-            .map_or(ptr::null_mut(), NonNull::as_ptr)
+        unsafe {
+            self.0
+                .realloc(NonNull::new_unchecked(ptr), layout, new_size)
+        }
+        .map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 }

@@ -31,12 +31,17 @@ impl RawHeap for RlsfHeap {
     }
 
     unsafe fn allocate(&mut self, layout: Layout) -> *mut u8 {
-        self.0.allocate(layout).map_or(ptr::null_mut(), NonNull::as_ptr)
+        self.0
+            .allocate(layout)
+            .map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 
     unsafe fn deallocate(&mut self, ptr: *mut u8, layout: Layout) {
         // SAFETY: `ptr` is a live block of this heap allocated with `layout.align()`.
-        unsafe { self.0.deallocate(NonNull::new_unchecked(ptr), layout.align()) }
+        unsafe {
+            self.0
+                .deallocate(NonNull::new_unchecked(ptr), layout.align())
+        }
     }
 
     unsafe fn reallocate(&mut self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {

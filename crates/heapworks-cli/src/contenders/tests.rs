@@ -25,7 +25,10 @@ impl UseAllocator for Exercise {
             unsafe { ptr.write_bytes(i as u8, layout.size()) };
             blocks.push((ptr, layout, i as u8));
         }
-        let mut sorted: Vec<_> = blocks.iter().map(|(p, l, _)| (*p as usize, l.size())).collect();
+        let mut sorted: Vec<_> = blocks
+            .iter()
+            .map(|(p, l, _)| (*p as usize, l.size()))
+            .collect();
         sorted.sort_unstable();
         if sorted.windows(2).any(|w| w[0].0 + w[0].1 > w[1].0) {
             return Err("blocks overlap".into());

@@ -6,8 +6,19 @@ use crate::results::{Record, Results};
 
 /// Column names, in order.
 const HEADER: [&str; 13] = [
-    "workload", "case", "allocator", "metric", "value", "unit", "better", "primary", "min", "max",
-    "spread_pct", "trials", "status",
+    "workload",
+    "case",
+    "allocator",
+    "metric",
+    "value",
+    "unit",
+    "better",
+    "primary",
+    "min",
+    "max",
+    "spread_pct",
+    "trials",
+    "status",
 ];
 
 /// The results as CSV (RFC 4180 quoting).
@@ -15,7 +26,13 @@ pub fn render(results: &Results) -> String {
     let mut text = HEADER.join(",");
     text.push('\n');
     for record in results.to_records() {
-        text.push_str(&fields(&record).iter().map(|f| quote(f)).collect::<Vec<_>>().join(","));
+        text.push_str(
+            &fields(&record)
+                .iter()
+                .map(|f| quote(f))
+                .collect::<Vec<_>>()
+                .join(","),
+        );
         text.push('\n');
     }
     text
@@ -28,7 +45,10 @@ fn fields(record: &Record) -> [String; 13] {
         Value::Null => String::new(),
         other => other.to_string(),
     };
-    let better = record.better.map(|b| format!("{b:?}").to_lowercase()).unwrap_or_default();
+    let better = record
+        .better
+        .map(|b| format!("{b:?}").to_lowercase())
+        .unwrap_or_default();
     [
         record.workload.clone(),
         record.case.clone(),

@@ -22,8 +22,15 @@ td.best{font-weight:bold;background:#e8f5e9}td.failed{color:#b71c1c}\
 pub fn render(results: &Results) -> String {
     let mut html = String::new();
     html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
-    let _ = write!(html, "<title>heapworks bench · {}</title>", escape(&results.environment.date));
-    let _ = write!(html, "<style>{STYLE}</style></head><body>\n<h1>heapworks bench</h1>\n");
+    let _ = write!(
+        html,
+        "<title>heapworks bench · {}</title>",
+        escape(&results.environment.date)
+    );
+    let _ = write!(
+        html,
+        "<style>{STYLE}</style></head><body>\n<h1>heapworks bench</h1>\n"
+    );
     html.push_str(&environment_block(results));
     for workload in results.workloads() {
         html.push_str(&workload_section(results, &workload));
@@ -34,7 +41,10 @@ pub fn render(results: &Results) -> String {
 
 /// Escapes text for HTML and SVG.
 pub fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
 }
 
 fn environment_block(results: &Results) -> String {
@@ -59,7 +69,11 @@ fn environment_block(results: &Results) -> String {
 }
 
 fn workload_section(results: &Results, workload: &str) -> String {
-    let rows: Vec<Row<'_>> = results.rows().into_iter().filter(|r| r.first().workload == workload).collect();
+    let rows: Vec<Row<'_>> = results
+        .rows()
+        .into_iter()
+        .filter(|r| r.first().workload == workload)
+        .collect();
     let description = WorkloadId::from_name(workload).map_or("", |w| w.description());
     let mut html = format!(
         "<section id=\"{0}\"><h2>{0}</h2><p>{1}</p>\n",
@@ -78,7 +92,10 @@ fn workload_section(results: &Results, workload: &str) -> String {
 /// primary metric, one group per case.
 fn figures(results: &Results, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
     if workload == WorkloadId::Latency.name() {
-        return ["allocate", "free"].iter().map(|op| latency_lines(results, rows, op)).collect();
+        return ["allocate", "free"]
+            .iter()
+            .map(|op| latency_lines(results, rows, op))
+            .collect();
     }
     let mut metrics: Vec<&str> = Vec::new();
     for row in rows.iter().filter(|r| r.first().primary) {
@@ -86,7 +103,10 @@ fn figures(results: &Results, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
             metrics.push(&row.first().metric);
         }
     }
-    metrics.into_iter().map(|metric| metric_bars(results, workload, rows, metric)).collect()
+    metrics
+        .into_iter()
+        .map(|metric| metric_bars(results, workload, rows, metric))
+        .collect()
 }
 
 fn metric_bars(results: &Results, workload: &str, rows: &[Row<'_>], metric: &str) -> String {
@@ -94,16 +114,32 @@ fn metric_bars(results: &Results, workload: &str, rows: &[Row<'_>], metric: &str
     let labels: Vec<String> = rows.iter().map(|r| r.first().case.clone()).collect();
     let series = series_over(results, &rows);
     let unit = &rows[0].first().unit;
-    plots::grouped_bars(&format!("{workload}: {metric} ({unit})"), unit, &labels, &series)
+    plots::grouped_bars(
+        &format!("{workload}: {metric} ({unit})"),
+        unit,
+        &labels,
+        &series,
+    )
 }
 
 fn latency_lines(results: &Results, rows: &[Row<'_>], operation: &str) -> String {
     let prefix = format!("{operation} ");
-    let rows: Vec<&Row<'_>> = rows.iter().filter(|r| r.first().metric.starts_with(&prefix)).collect();
-    let labels: Vec<&str> = rows.iter().map(|r| r.first().metric.trim_start_matches(&prefix)).collect();
+    let rows: Vec<&Row<'_>> = rows
+        .iter()
+        .filter(|r| r.first().metric.starts_with(&prefix))
+        .collect();
+    let labels: Vec<&str> = rows
+        .iter()
+        .map(|r| r.first().metric.trim_start_matches(&prefix))
+        .collect();
     let unit = rows.first().map_or("", |r| r.first().unit.as_str());
     let series = series_over(results, &rows);
-    plots::log_lines(&format!("latency of {operation} ({unit}, log scale)"), unit, &labels, &series)
+    plots::log_lines(
+        &format!("latency of {operation} ({unit}, log scale)"),
+        unit,
+        &labels,
+        &series,
+    )
 }
 
 fn series_over(results: &Results, rows: &[&Row<'_>]) -> Vec<Series> {
@@ -112,7 +148,10 @@ fn series_over(results: &Results, rows: &[&Row<'_>]) -> Vec<Series> {
         .into_iter()
         .filter(|a| rows.iter().any(|r| r.cell(a).is_some()))
         .map(|allocator| Series {
-            values: rows.iter().map(|r| r.cell(&allocator).and_then(|c| c.median())).collect(),
+            values: rows
+                .iter()
+                .map(|r| r.cell(&allocator).and_then(|c| c.median()))
+                .collect(),
             name: allocator,
         })
         .collect()
@@ -155,7 +194,11 @@ fn html_cell(row: &Row<'_>, allocator: &str, baseline: &str) -> String {
             table::short_failure(why)
         ),
         Outcome::Measured(summary) => {
-            let class = if row.best() == Some(summary.median) { " class=\"best\"" } else { "" };
+            let class = if row.best() == Some(summary.median) {
+                " class=\"best\""
+            } else {
+                ""
+            };
             let ratio = match row.ratio(allocator, baseline) {
                 Some(ratio) if allocator != baseline => {
                     format!(" <span class=\"ratio\">{}</span>", format_ratio(ratio))

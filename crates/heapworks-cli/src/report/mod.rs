@@ -38,7 +38,12 @@ pub struct OutputError {
 
 impl fmt::Display for OutputError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot write to {}: {}", self.path.display(), self.reason)
+        write!(
+            f,
+            "cannot write to {}: {}",
+            self.path.display(),
+            self.reason
+        )
     }
 }
 
@@ -46,7 +51,10 @@ impl std::error::Error for OutputError {}
 
 impl OutputError {
     fn new(path: &Path, reason: impl fmt::Display) -> Self {
-        Self { path: path.to_path_buf(), reason: reason.to_string() }
+        Self {
+            path: path.to_path_buf(),
+            reason: reason.to_string(),
+        }
     }
 }
 
@@ -90,7 +98,10 @@ fn check_file_destination(path: &Path) -> Result<(), OutputError> {
     }
     let parent = parent_or_current(path);
     if !parent.is_dir() {
-        return Err(OutputError::new(path, format!("directory {} does not exist", parent.display())));
+        return Err(OutputError::new(
+            path,
+            format!("directory {} does not exist", parent.display()),
+        ));
     }
     probe_directory(parent).map_err(|e| OutputError::new(path, e))
 }
@@ -99,10 +110,20 @@ fn check_dir_destination(dir: &Path) -> Result<(), OutputError> {
     if dir.exists() && !dir.is_dir() {
         return Err(OutputError::new(dir, "it exists and is not a directory"));
     }
-    let existing = dir.ancestors().find(|a| a.exists()).unwrap_or(Path::new("."));
-    let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
+    let existing = dir
+        .ancestors()
+        .find(|a| a.exists())
+        .unwrap_or(Path::new("."));
+    let existing = if existing.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        existing
+    };
     if !existing.is_dir() {
-        return Err(OutputError::new(dir, format!("{} is not a directory", existing.display())));
+        return Err(OutputError::new(
+            dir,
+            format!("{} is not a directory", existing.display()),
+        ));
     }
     probe_directory(existing).map_err(|e| OutputError::new(dir, e))
 }
@@ -123,9 +144,14 @@ fn probe_directory(dir: &Path) -> io::Result<()> {
 
 /// Writes `contents` to a temporary file beside `path`, then renames it into place.
 pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> {
-    let name = path.file_name().ok_or_else(|| OutputError::new(path, "no file name"))?;
-    let temporary = parent_or_current(path)
-        .join(format!(".{}.tmp-{}", name.to_string_lossy(), std::process::id()));
+    let name = path
+        .file_name()
+        .ok_or_else(|| OutputError::new(path, "no file name"))?;
+    let temporary = parent_or_current(path).join(format!(
+        ".{}.tmp-{}",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
     let written = fs::write(&temporary, contents).and_then(|()| fs::rename(&temporary, path));
     written.map_err(|error| {
         let _ = fs::remove_file(&temporary);
@@ -168,7 +194,7 @@ mod tests {
     fn values_keep_three_significant_digits() {
         assert_eq!(format_value(43.51), "43.5");
         assert_eq!(format_value(168.0), "168");
-        assert_eq!(format_value(3.14159), "3.14");
+        assert_eq!(format_value(3.456), "3.46");
         assert_eq!(format_value(0.51234), "0.512");
         assert_eq!(format_value(f64::NAN), "n/a");
         assert_eq!(format_ratio(1.0612), "×1.06");

@@ -126,7 +126,11 @@ fn draw_lines(
     let label_of = |x: &f64| {
         let index = x.round();
         let exact = (x - index).abs() < 1e-6 && index >= 0.0;
-        exact.then(|| labels.get(index as usize).copied()).flatten().unwrap_or("").to_string()
+        exact
+            .then(|| labels.get(index as usize).copied())
+            .flatten()
+            .unwrap_or("")
+            .to_string()
     };
     chart
         .configure_mesh()
@@ -168,8 +172,17 @@ where
 }
 
 fn max_value(series: &[Series]) -> f64 {
-    let max = series.iter().flat_map(|s| s.values.iter().flatten()).copied().filter(|v| v.is_finite()).fold(0.0, f64::max);
-    if max > 0.0 { max } else { 1.0 }
+    let max = series
+        .iter()
+        .flat_map(|s| s.values.iter().flatten())
+        .copied()
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    if max > 0.0 {
+        max
+    } else {
+        1.0
+    }
 }
 
 fn min_positive_value(series: &[Series]) -> Option<f64> {
@@ -197,8 +210,14 @@ mod tests {
 
     fn series() -> Vec<Series> {
         vec![
-            Series { name: "heapworks".into(), values: vec![Some(3.0), Some(5.0)] },
-            Series { name: "talc".into(), values: vec![None, Some(4.0)] },
+            Series {
+                name: "heapworks".into(),
+                values: vec![Some(3.0), Some(5.0)],
+            },
+            Series {
+                name: "talc".into(),
+                values: vec![None, Some(4.0)],
+            },
         ]
     }
 
@@ -207,7 +226,12 @@ mod tests {
         let svg = grouped_bars("throughput", "Mops/s", &["a".into(), "b".into()], &series());
         assert!(svg.starts_with("<svg"), "{svg}");
         let texts: Vec<&str> = svg.lines().map(str::trim).collect();
-        assert!(["heapworks", "talc", "a", "b"].iter().all(|t| texts.contains(t)), "{svg}");
+        assert!(
+            ["heapworks", "talc", "a", "b"]
+                .iter()
+                .all(|t| texts.contains(t)),
+            "{svg}"
+        );
         assert!(svg.contains("<rect"));
     }
 

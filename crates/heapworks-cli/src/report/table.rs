@@ -12,7 +12,11 @@ pub fn render(results: &Results) -> String {
     let mut out = header(results);
     let allocators = results.allocators();
     let baseline = results.baseline().unwrap_or_default();
-    let rows: Vec<Row<'_>> = results.rows().into_iter().filter(|r| r.first().primary).collect();
+    let rows: Vec<Row<'_>> = results
+        .rows()
+        .into_iter()
+        .filter(|r| r.first().primary)
+        .collect();
     let mut lines: Vec<Vec<String>> = vec![title_line(&allocators)];
     let mut workload_breaks = Vec::new();
     for (index, row) in rows.iter().enumerate() {
@@ -61,7 +65,10 @@ fn row_line(row: &Row<'_>, allocators: &[String], baseline: &str) -> Vec<String>
     let first = row.first();
     let mut line = vec![first.case.clone(), first.metric.clone(), first.unit.clone()];
     line.extend(allocators.iter().map(|a| cell_text(row, a, baseline)));
-    line.push(row.widest_spread().map_or_else(String::new, |s| format!("{s:.0}%")));
+    line.push(
+        row.widest_spread()
+            .map_or_else(String::new, |s| format!("{s:.0}%")),
+    );
     line
 }
 
@@ -105,7 +112,14 @@ pub fn short_failure(status: &str) -> &'static str {
 fn column_widths(lines: &[Vec<String>]) -> Vec<usize> {
     let columns = lines.iter().map(Vec::len).max().unwrap_or(0);
     (0..columns)
-        .map(|c| lines.iter().filter_map(|l| l.get(c)).map(|s| s.chars().count()).max().unwrap_or(0))
+        .map(|c| {
+            lines
+                .iter()
+                .filter_map(|l| l.get(c))
+                .map(|s| s.chars().count())
+                .max()
+                .unwrap_or(0)
+        })
         .collect()
 }
 

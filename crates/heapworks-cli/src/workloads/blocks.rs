@@ -60,7 +60,9 @@ pub struct LiveBlocks {
 impl LiveBlocks {
     /// An empty set with room for `capacity` blocks (allocated outside the timed region).
     pub fn with_capacity(capacity: usize) -> Self {
-        Self { blocks: Vec::with_capacity(capacity) }
+        Self {
+            blocks: Vec::with_capacity(capacity),
+        }
     }
 
     /// Number of live blocks.
@@ -112,7 +114,10 @@ impl LiveBlocks {
     pub fn verify_sample(&self) -> Result<(), Failure> {
         let stride = self.blocks.len().div_ceil(SAMPLE).max(1);
         let mut sample: Vec<Block> = self.blocks.iter().step_by(stride).copied().collect();
-        if let Some(bad) = sample.iter().find(|b| b.ptr as usize % b.layout.align() != 0) {
+        if let Some(bad) = sample
+            .iter()
+            .find(|b| b.ptr as usize % b.layout.align() != 0)
+        {
             return Err(Failure::Corrupted(format!(
                 "block {:p} is not aligned to {}",
                 bad.ptr,
@@ -120,7 +125,10 @@ impl LiveBlocks {
             )));
         }
         sample.sort_unstable_by_key(|block| block.ptr as usize);
-        match sample.windows(2).find(|pair| pair[0].end() > pair[1].ptr as usize) {
+        match sample
+            .windows(2)
+            .find(|pair| pair[0].end() > pair[1].ptr as usize)
+        {
             Some(pair) => Err(Failure::Corrupted(format!(
                 "blocks {:p}+{} and {:p} overlap",
                 pair[0].ptr,
@@ -152,7 +160,10 @@ mod tests {
     use super::*;
 
     fn block(addr: usize, size: usize, align: usize) -> Block {
-        Block { ptr: addr as *mut u8, layout: Layout::from_size_align(size, align).unwrap() }
+        Block {
+            ptr: addr as *mut u8,
+            layout: Layout::from_size_align(size, align).unwrap(),
+        }
     }
 
     #[test]

@@ -12,8 +12,8 @@ use crate::rng::Rng;
 use crate::timing::Deadline;
 
 use super::blocks::{Block, LiveBlocks};
-use super::{mib, run_trial, talc_method, Better, Case, Config, Failure, MetricSpec, TrialOutcome};
 use super::WorkloadId;
+use super::{mib, run_trial, talc_method, Better, Case, Config, Failure, MetricSpec, TrialOutcome};
 
 /// Largest allocation size (exclusive).
 const MAX_SIZE: usize = 10_000;
@@ -30,7 +30,7 @@ const METRICS: [MetricSpec; 2] = [
 /// One case: `rounds` rounds per trial over the configured heap.
 pub fn cases(config: &Config) -> Vec<Case> {
     let heap_len = config.pick(mib(4), mib(128), mib(128));
-    let rounds = config.pick(1, 4, 43);
+    let rounds = config.pick(1, 3, 43);
     let budget = config.trial_budget();
     vec![Case {
         workload: WorkloadId::HeapEfficiency,
@@ -39,7 +39,12 @@ pub fn cases(config: &Config) -> Vec<Case> {
         arena_only: true,
         metrics: METRICS.to_vec(),
         run: Box::new(move |allocator, region, seed| {
-            let trial = Trial { heap_len, rounds, seed, deadline: Deadline::after(budget) };
+            let trial = Trial {
+                heap_len,
+                rounds,
+                seed,
+                deadline: Deadline::after(budget),
+            };
             run_trial(allocator, region, heap_len, trial)
         }),
     }]
@@ -67,7 +72,10 @@ impl UseAllocator for Trial {
             live.free_all(arena);
         }
         let efficiency = used as f64 / (self.heap_len * self.rounds) as f64 * 100.0;
-        Ok(vec![efficiency, blocks_at_failure as f64 / self.rounds as f64])
+        Ok(vec![
+            efficiency,
+            blocks_at_failure as f64 / self.rounds as f64,
+        ])
     }
 }
 

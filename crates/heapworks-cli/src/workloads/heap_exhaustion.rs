@@ -29,7 +29,16 @@ pub fn cases(config: &Config) -> Vec<Case> {
         arena_only: true,
         metrics: METRICS.to_vec(),
         run: Box::new(move |allocator, region, seed| {
-            run_trial(allocator, region, heap_len, Trial { heap_len, duration, seed })
+            run_trial(
+                allocator,
+                region,
+                heap_len,
+                Trial {
+                    heap_len,
+                    duration,
+                    seed,
+                },
+            )
         }),
     }]
 }

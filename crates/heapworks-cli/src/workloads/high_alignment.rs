@@ -35,7 +35,10 @@ pub fn cases(config: &Config) -> Vec<Case> {
         arena_only: false,
         metrics: METRICS.to_vec(),
         run: Box::new(move |allocator, region, _seed| {
-            let trial = Trial { count, deadline: Deadline::after(budget) };
+            let trial = Trial {
+                count,
+                deadline: Deadline::after(budget),
+            };
             run_trial(allocator, region, heap_len, trial)
         }),
     }]
@@ -75,7 +78,11 @@ impl Trial {
                 None => return Err(give_up(arena, live, Failure::OutOfMemory)),
             }
             if index % ALLOCATIONS_PER_CLOCK_CHECK == 0 && self.deadline.passed() {
-                return Err(give_up(arena, live, Failure::TimedOut(self.deadline.budget())));
+                return Err(give_up(
+                    arena,
+                    live,
+                    Failure::TimedOut(self.deadline.budget()),
+                ));
             }
         }
         let allocated = start.elapsed();

@@ -53,7 +53,11 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 arena_only: true,
                 metrics: METRICS.to_vec(),
                 run: Box::new(move |allocator, region, seed| {
-                    let trial = Trial { blocks, seed, deadline: Deadline::after(budget) };
+                    let trial = Trial {
+                        blocks,
+                        seed,
+                        deadline: Deadline::after(budget),
+                    };
                     run_trial(allocator, region, heap_len, trial)
                 }),
             }
@@ -95,8 +99,14 @@ pub fn release_all<H: RawHeap>(arena: &Arena<'_, H>, blocks: Vec<Block>) {
 
 /// Splits `blocks` into those at even positions (returned first) and odd positions.
 pub fn split_alternate(blocks: Vec<Block>) -> (Vec<Block>, Vec<Block>) {
-    let (even, odd): (Vec<_>, Vec<_>) = blocks.into_iter().enumerate().partition(|(i, _)| i % 2 == 0);
-    (even.into_iter().map(|(_, b)| b).collect(), odd.into_iter().map(|(_, b)| b).collect())
+    let (even, odd): (Vec<_>, Vec<_>) = blocks
+        .into_iter()
+        .enumerate()
+        .partition(|(i, _)| i % 2 == 0);
+    (
+        even.into_iter().map(|(_, b)| b).collect(),
+        odd.into_iter().map(|(_, b)| b).collect(),
+    )
 }
 
 struct Trial {
@@ -121,7 +131,8 @@ impl UseAllocator for Trial {
         live.release(arena);
 
         let total = free_time + allocate_time;
-        let per_request = |time: Duration, requests: usize| time.as_secs_f64() * 1e9 / requests as f64;
+        let per_request =
+            |time: Duration, requests: usize| time.as_secs_f64() * 1e9 / requests as f64;
         Ok(vec![
             total.as_secs_f64() * 1e3,
             per_request(total, self.blocks * 2),
@@ -141,7 +152,10 @@ impl Trial {
         let start = Instant::now();
         let mut pending = to_free.into_iter();
         while pending.len() > 0 {
-            pending.by_ref().take(REQUESTS_PER_CLOCK_CHECK).for_each(|block| block.free(arena));
+            pending
+                .by_ref()
+                .take(REQUESTS_PER_CLOCK_CHECK)
+                .for_each(|block| block.free(arena));
             if self.deadline.passed() {
                 release_all(arena, pending.collect());
                 return Err(self.give_up(arena, live));

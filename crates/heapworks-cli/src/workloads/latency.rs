@@ -14,8 +14,8 @@ use crate::stats::percentile;
 use crate::timing::{cycle_stamp, STAMP_UNIT};
 
 use super::blocks::{Block, LiveBlocks};
-use super::{mib, run_trial, talc_method, Better, Case, Config, MetricSpec, TrialOutcome};
 use super::WorkloadId;
+use super::{mib, run_trial, talc_method, Better, Case, Config, MetricSpec, TrialOutcome};
 
 /// Largest allocation size (exclusive).
 const MAX_SIZE: usize = 0x10000;
@@ -26,8 +26,13 @@ const MAX_LIVE: usize = 600;
 /// Blocks freed per batch.
 const FREE_BATCH: usize = 8;
 /// Percentiles reported, with their metric-name suffixes.
-const PERCENTILES: [(f64, &str); 5] =
-    [(50.0, "p50"), (90.0, "p90"), (99.0, "p99"), (99.9, "p99.9"), (100.0, "max")];
+const PERCENTILES: [(f64, &str); 5] = [
+    (50.0, "p50"),
+    (90.0, "p90"),
+    (99.0, "p99"),
+    (99.9, "p99.9"),
+    (100.0, "max"),
+];
 
 /// One case: a fixed number of allocation attempts per trial.
 pub fn cases(config: &Config) -> Vec<Case> {
@@ -47,7 +52,13 @@ pub fn cases(config: &Config) -> Vec<Case> {
 
 fn metrics() -> Vec<MetricSpec> {
     let names: [[&'static str; 5]; 2] = [
-        ["allocate p50", "allocate p90", "allocate p99", "allocate p99.9", "allocate max"],
+        [
+            "allocate p50",
+            "allocate p90",
+            "allocate p99",
+            "allocate p99.9",
+            "allocate max",
+        ],
         ["free p50", "free p90", "free p99", "free p99.9", "free max"],
     ];
     names
@@ -55,7 +66,12 @@ fn metrics() -> Vec<MetricSpec> {
         .flat_map(|op| op.iter().zip(PERCENTILES))
         .map(|(&name, (_, suffix))| {
             let shown = matches!(suffix, "p50" | "p99" | "p99.9");
-            MetricSpec { name, unit: STAMP_UNIT, better: Better::Lower, primary: shown }
+            MetricSpec {
+                name,
+                unit: STAMP_UNIT,
+                better: Better::Lower,
+                primary: shown,
+            }
         })
         .collect()
 }

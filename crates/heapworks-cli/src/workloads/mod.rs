@@ -200,7 +200,12 @@ impl Config {
             Scale::Default => (3, 40),
             Scale::Full => (7, 200),
         };
-        Self { seed, trials, duration: Duration::from_millis(duration_ms), scale }
+        Self {
+            seed,
+            trials,
+            duration: Duration::from_millis(duration_ms),
+            scale,
+        }
     }
 
     /// Picks the value for this run's scale.
@@ -214,7 +219,11 @@ impl Config {
 
     /// The longest one trial of one allocator may take before it is reported as timed out.
     pub fn trial_budget(&self) -> Duration {
-        self.pick(Duration::from_secs(2), Duration::from_secs(3), Duration::from_secs(30))
+        self.pick(
+            Duration::from_secs(2),
+            Duration::from_secs(1),
+            Duration::from_secs(20),
+        )
     }
 }
 
@@ -244,12 +253,22 @@ pub struct MetricSpec {
 impl MetricSpec {
     /// A metric shown in the terminal table.
     pub const fn primary(name: &'static str, unit: &'static str, better: Better) -> Self {
-        Self { name, unit, better, primary: true }
+        Self {
+            name,
+            unit,
+            better,
+            primary: true,
+        }
     }
 
     /// A metric kept for the files and the HTML report only.
     pub const fn secondary(name: &'static str, unit: &'static str, better: Better) -> Self {
-        Self { name, unit, better, primary: false }
+        Self {
+            name,
+            unit,
+            better,
+            primary: false,
+        }
     }
 }
 

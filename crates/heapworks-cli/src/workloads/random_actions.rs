@@ -14,8 +14,8 @@ use crate::contenders::{Arena, RawHeap, UseAllocator};
 use crate::rng::{derive_seed, Rng};
 
 use super::blocks::{Block, LiveBlocks};
-use super::{mib, run_trial, talc_method, Better, Case, Config, Failure, MetricSpec, TrialOutcome};
 use super::WorkloadId;
+use super::{mib, run_trial, talc_method, Better, Case, Config, Failure, MetricSpec, TrialOutcome};
 
 /// Fewer live blocks than this and the step always allocates.
 const MIN_LIVE: usize = 300;
@@ -55,12 +55,21 @@ pub fn cases(config: &Config) -> Vec<Case> {
     let threaded_sizes: &[usize] = config.pick(&[1000], &[1000], sizes);
     let heap_len = config.pick(mib(16), mib(128), mib(128));
     let with_threads = |threads: usize, realloc: bool| {
-        move |&max_size: &usize| Params { max_size, realloc, threads, duration: config.duration }
+        move |&max_size: &usize| Params {
+            max_size,
+            realloc,
+            threads,
+            duration: config.duration,
+        }
     };
     let single = sizes.iter().map(with_threads(1, true));
     let no_realloc = sizes.iter().map(with_threads(1, false));
     let shared = threaded_sizes.iter().map(with_threads(2, true));
-    single.chain(no_realloc).chain(shared).map(|params| case(params, heap_len)).collect()
+    single
+        .chain(no_realloc)
+        .chain(shared)
+        .map(|params| case(params, heap_len))
+        .collect()
 }
 
 fn case(params: Params, heap_len: usize) -> Case {
@@ -78,7 +87,11 @@ fn case(params: Params, heap_len: usize) -> Case {
 
 fn case_name(params: &Params) -> String {
     let mix = if params.realloc { "" } else { ", no realloc" };
-    let threads = if params.threads > 1 { format!(", {} threads", params.threads) } else { String::new() };
+    let threads = if params.threads > 1 {
+        format!(", {} threads", params.threads)
+    } else {
+        String::new()
+    };
     format!("max {} B{mix}{threads}", params.max_size)
 }
 
@@ -114,7 +127,10 @@ impl UseAllocator for Trial {
                     scope.spawn(move || run_thread(arena, self.params, seed, barrier))
                 })
                 .collect();
-            workers.into_iter().map(|w| w.join().expect("worker panicked")).collect()
+            workers
+                .into_iter()
+                .map(|w| w.join().expect("worker panicked"))
+                .collect()
         });
         let tallies = tallies.into_iter().collect::<Result<Vec<_>, _>>()?;
         let successes: u64 = tallies.iter().map(|t| t.successes).sum();
@@ -133,7 +149,13 @@ fn run_thread<H: RawHeap>(
 ) -> Result<Tally, Failure> {
     let mut rng = Rng::new(seed);
     let mut warm = LiveBlocks::with_capacity(MIN_LIVE * 4);
-    run_steps(arena, &params, &mut rng, &mut warm, WARMUP.min(params.duration));
+    run_steps(
+        arena,
+        &params,
+        &mut rng,
+        &mut warm,
+        WARMUP.min(params.duration),
+    );
     warm.free_all(arena);
 
     let mut live = LiveBlocks::with_capacity(MIN_LIVE * 4);

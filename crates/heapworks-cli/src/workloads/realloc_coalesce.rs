@@ -42,7 +42,11 @@ pub fn cases(config: &Config) -> Vec<Case> {
                 arena_only: true,
                 metrics: METRICS.to_vec(),
                 run: Box::new(move |allocator, region, seed| {
-                    let trial = Trial { blocks, seed, deadline: Deadline::after(budget) };
+                    let trial = Trial {
+                        blocks,
+                        seed,
+                        deadline: Deadline::after(budget),
+                    };
                     run_trial(allocator, region, heap_len, trial)
                 }),
             }
@@ -73,11 +77,17 @@ impl UseAllocator for Trial {
         let all = allocate_sequence(arena, &mut rng, self.blocks * 2)?;
         let (to_free, kept) = split_alternate(all);
         // Highest address first: cheap for address-ordered free lists, and untimed anyway.
-        to_free.into_iter().rev().for_each(|block| block.free(arena));
+        to_free
+            .into_iter()
+            .rev()
+            .for_each(|block| block.free(arena));
         let mut live = LiveBlocks::with_capacity(self.blocks);
         kept.into_iter().for_each(|block| live.push(block));
-        let targets: Vec<usize> =
-            live.as_slice().iter().map(|b| resized(&mut rng, b.layout.size())).collect();
+        let targets: Vec<usize> = live
+            .as_slice()
+            .iter()
+            .map(|b| resized(&mut rng, b.layout.size()))
+            .collect();
 
         let start = Instant::now();
         let in_place = self.realloc_all(arena, &mut live, &targets);

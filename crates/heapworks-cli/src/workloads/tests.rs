@@ -42,7 +42,10 @@ fn run_all_but(
 }
 
 fn value<'a>(metrics: &[MetricSpec], values: &'a [f64], name: &str) -> &'a f64 {
-    let index = metrics.iter().position(|m| m.name == name).unwrap_or_else(|| panic!("no metric {name}"));
+    let index = metrics
+        .iter()
+        .position(|m| m.name == name)
+        .unwrap_or_else(|| panic!("no metric {name}"));
     &values[index]
 }
 
@@ -65,7 +68,10 @@ fn every_timed_workload_plans_cases_at_every_scale() {
 fn random_actions_scores_are_positive() {
     for (case, allocator, metrics, values) in run_all(WorkloadId::RandomActions) {
         let throughput = *value(&metrics, &values, "throughput");
-        assert!(throughput > 0.0 && throughput.is_finite(), "{case} {allocator}: {throughput}");
+        assert!(
+            throughput > 0.0 && throughput.is_finite(),
+            "{case} {allocator}: {throughput}"
+        );
         assert!(*value(&metrics, &values, "failed calls") >= 0.0);
     }
 }
@@ -74,7 +80,10 @@ fn random_actions_scores_are_positive() {
 fn heap_efficiency_is_a_share_of_the_heap() {
     for (case, allocator, metrics, values) in run_all(WorkloadId::HeapEfficiency) {
         let efficiency = *value(&metrics, &values, "efficiency");
-        assert!(efficiency > 0.0 && efficiency <= 100.0, "{case} {allocator}: {efficiency}");
+        assert!(
+            efficiency > 0.0 && efficiency <= 100.0,
+            "{case} {allocator}: {efficiency}"
+        );
         assert!(*value(&metrics, &values, "live blocks at failure") >= 1.0);
     }
 }
@@ -85,8 +94,14 @@ fn latencies_are_positive_and_ordered() {
         for op in ["allocate", "free"] {
             let at = |p: &str| *value(&metrics, &values, &format!("{op} {p}"));
             assert!(at("p50") > 0.0, "{case} {allocator} {op}");
-            assert!(at("p50") <= at("p90") && at("p90") <= at("p99"), "{allocator} {op}");
-            assert!(at("p99") <= at("p99.9") && at("p99.9") <= at("max"), "{allocator} {op}");
+            assert!(
+                at("p50") <= at("p90") && at("p90") <= at("p99"),
+                "{allocator} {op}"
+            );
+            assert!(
+                at("p99") <= at("p99.9") && at("p99.9") <= at("max"),
+                "{allocator} {op}"
+            );
         }
     }
 }
@@ -94,24 +109,36 @@ fn latencies_are_positive_and_ordered() {
 #[test]
 fn high_alignment_reports_both_shapes_and_their_ratio() {
     // buddy-alloc ignores alignment; its adapter refuses blocks that come back misaligned.
-    let refuses_page_alignment =
-        |allocator, failure: &Failure| allocator == AllocatorId::BuddyAlloc && *failure == Failure::OutOfMemory;
-    for (case, allocator, metrics, values) in run_all_but(WorkloadId::HighAlignment, refuses_page_alignment) {
+    let refuses_page_alignment = |allocator, failure: &Failure| {
+        allocator == AllocatorId::BuddyAlloc && *failure == Failure::OutOfMemory
+    };
+    for (case, allocator, metrics, values) in
+        run_all_but(WorkloadId::HighAlignment, refuses_page_alignment)
+    {
         let low = *value(&metrics, &values, "4 KiB @ align 8");
         let high = *value(&metrics, &values, "1 B @ align 4096");
         let slowdown = *value(&metrics, &values, "slowdown");
         assert!(low > 0.0 && high > 0.0, "{case} {allocator}");
-        assert!((slowdown - high / low).abs() <= 1e-6 * slowdown.max(1.0), "{allocator}");
+        assert!(
+            (slowdown - high / low).abs() <= 1e-6 * slowdown.max(1.0),
+            "{allocator}"
+        );
     }
 }
 
 #[test]
 fn galloc_workloads_report_throughput_and_fill() {
     for (case, allocator, metrics, values) in run_all(WorkloadId::UniformActions) {
-        assert!(*value(&metrics, &values, "throughput") > 0.0, "{case} {allocator}");
+        assert!(
+            *value(&metrics, &values, "throughput") > 0.0,
+            "{case} {allocator}"
+        );
     }
     for (case, allocator, metrics, values) in run_all(WorkloadId::HeapExhaustion) {
-        assert!(*value(&metrics, &values, "throughput") > 0.0, "{case} {allocator}");
+        assert!(
+            *value(&metrics, &values, "throughput") > 0.0,
+            "{case} {allocator}"
+        );
         let fill = *value(&metrics, &values, "fill at failure");
         assert!(fill > 0.0 && fill <= 100.0, "{case} {allocator}: {fill}");
     }
@@ -127,15 +154,24 @@ fn insert_delete_times_add_up() {
         let allocate = *value(&metrics, &values, "allocate response");
         assert!(total_ms > 0.0 && response > 0.0, "{allocator}");
         let tolerance = 1e-6 * total_ms;
-        assert!((response * 2.0 * blocks / 1e6 - total_ms).abs() <= tolerance, "{allocator}");
-        assert!(((free + allocate) * blocks / 1e6 - total_ms).abs() <= tolerance, "{allocator}");
+        assert!(
+            (response * 2.0 * blocks / 1e6 - total_ms).abs() <= tolerance,
+            "{allocator}"
+        );
+        assert!(
+            ((free + allocate) * blocks / 1e6 - total_ms).abs() <= tolerance,
+            "{allocator}"
+        );
     }
 }
 
 #[test]
 fn realloc_coalesce_reports_time_and_in_place_share() {
     for (case, allocator, metrics, values) in run_all(WorkloadId::ReallocCoalesce) {
-        assert!(*value(&metrics, &values, "total") > 0.0, "{case} {allocator}");
+        assert!(
+            *value(&metrics, &values, "total") > 0.0,
+            "{case} {allocator}"
+        );
         let in_place = *value(&metrics, &values, "in place");
         assert!((0.0..=100.0).contains(&in_place), "{allocator}: {in_place}");
     }
@@ -144,7 +180,10 @@ fn realloc_coalesce_reports_time_and_in_place_share() {
 #[test]
 fn vec_growth_keeps_contents_and_reports_time() {
     for (case, allocator, metrics, values) in run_all(WorkloadId::VecGrowth) {
-        assert!(*value(&metrics, &values, "total") > 0.0, "{case} {allocator}");
+        assert!(
+            *value(&metrics, &values, "total") > 0.0,
+            "{case} {allocator}"
+        );
         let in_place = *value(&metrics, &values, "in place");
         assert!((0.0..=100.0).contains(&in_place), "{allocator}: {in_place}");
     }
@@ -192,7 +231,11 @@ impl crate::contenders::UseAllocator for CountRandomActions {
     type Output = (random_actions::Tally, u64, u64);
 
     fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> Self::Output {
-        let counting = Counting { inner: arena, calls: Counter::new(0), refused: Counter::new(0) };
+        let counting = Counting {
+            inner: arena,
+            calls: Counter::new(0),
+            refused: Counter::new(0),
+        };
         let params = random_actions::Params {
             max_size: 30_000,
             realloc: true,
@@ -200,7 +243,13 @@ impl crate::contenders::UseAllocator for CountRandomActions {
             duration: std::time::Duration::from_millis(5),
         };
         let mut live = blocks::LiveBlocks::with_capacity(1024);
-        let tally = random_actions::run_steps(&counting, &params, &mut Rng::new(5), &mut live, params.duration);
+        let tally = random_actions::run_steps(
+            &counting,
+            &params,
+            &mut Rng::new(5),
+            &mut live,
+            params.duration,
+        );
         live.free_all(arena);
         (tally, counting.calls.get(), counting.refused.get())
     }
@@ -212,9 +261,17 @@ fn random_actions_operation_counts_add_up() {
     let mut region = Region::pretouched(mib(1)).unwrap();
     for &allocator in AllocatorId::ALL.iter().filter(|a| a.is_arena()) {
         let (tally, calls, refused) =
-            crate::contenders::with_allocator(allocator, &mut region, mib(1), CountRandomActions).unwrap();
+            crate::contenders::with_allocator(allocator, &mut region, mib(1), CountRandomActions)
+                .unwrap();
         assert!(tally.successes > 0, "{allocator}");
-        assert_eq!(tally.successes + tally.failures, calls, "{allocator}: every call scored once");
-        assert_eq!(tally.failures, refused, "{allocator}: every refusal counted as a failure");
+        assert_eq!(
+            tally.successes + tally.failures,
+            calls,
+            "{allocator}: every call scored once"
+        );
+        assert_eq!(
+            tally.failures, refused,
+            "{allocator}: every refusal counted as a failure"
+        );
     }
 }

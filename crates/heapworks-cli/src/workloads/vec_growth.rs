@@ -45,7 +45,11 @@ pub fn cases(config: &Config) -> Vec<Case> {
     let target = config.pick(64 << 10, 1 << 20, 1 << 20);
     let heap_len = config.pick(mib(16), mib(128), mib(128));
     let doubling = (Growth::Doubling, config.pick(8, 32, 32), "doubling");
-    let steps = (Growth::Step(16 << 10), config.pick(4, 16, 16), "16 KiB steps");
+    let steps = (
+        Growth::Step(16 << 10),
+        config.pick(4, 16, 16),
+        "16 KiB steps",
+    );
     [doubling, steps]
         .into_iter()
         .map(|(growth, vectors, label)| Case {
@@ -55,7 +59,16 @@ pub fn cases(config: &Config) -> Vec<Case> {
             arena_only: false,
             metrics: METRICS.to_vec(),
             run: Box::new(move |allocator, region, _seed| {
-                run_trial(allocator, region, heap_len, Trial { growth, vectors, target })
+                run_trial(
+                    allocator,
+                    region,
+                    heap_len,
+                    Trial {
+                        growth,
+                        vectors,
+                        target,
+                    },
+                )
             }),
         })
         .collect()
@@ -80,7 +93,13 @@ impl GrowingVec {
     }
 
     /// Appends `value`, growing first if full; `false` when the allocator refused to grow.
-    fn push<A: GlobalAlloc>(&mut self, allocator: &A, growth: Growth, value: u64, reallocs: &mut Reallocs) -> bool {
+    fn push<A: GlobalAlloc>(
+        &mut self,
+        allocator: &A,
+        growth: Growth,
+        value: u64,
+        reallocs: &mut Reallocs,
+    ) -> bool {
         if self.len == self.capacity() && !self.grow(allocator, growth, reallocs) {
             return false;
         }
@@ -91,7 +110,12 @@ impl GrowingVec {
         true
     }
 
-    fn grow<A: GlobalAlloc>(&mut self, allocator: &A, growth: Growth, reallocs: &mut Reallocs) -> bool {
+    fn grow<A: GlobalAlloc>(
+        &mut self,
+        allocator: &A,
+        growth: Growth,
+        reallocs: &mut Reallocs,
+    ) -> bool {
         let new_bytes = growth.next_capacity(self.capacity() * ELEMENT);
         match &mut self.block {
             None => {
@@ -133,8 +157,12 @@ impl UseAllocator for Trial {
     type Output = TrialOutcome;
 
     fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> TrialOutcome {
-        let mut vecs: Vec<GrowingVec> =
-            (0..self.vectors).map(|_| GrowingVec { block: None, len: 0 }).collect();
+        let mut vecs: Vec<GrowingVec> = (0..self.vectors)
+            .map(|_| GrowingVec {
+                block: None,
+                len: 0,
+            })
+            .collect();
         let mut reallocs = Reallocs::default();
         let start = Instant::now();
         let pushed = self.push_all(arena, &mut vecs, &mut reallocs);
@@ -151,10 +179,20 @@ impl UseAllocator for Trial {
 }
 
 impl Trial {
-    fn push_all<A: GlobalAlloc>(&self, allocator: &A, vecs: &mut [GrowingVec], reallocs: &mut Reallocs) -> Result<(), Failure> {
+    fn push_all<A: GlobalAlloc>(
+        &self,
+        allocator: &A,
+        vecs: &mut [GrowingVec],
+        reallocs: &mut Reallocs,
+    ) -> Result<(), Failure> {
         for index in 0..self.target / ELEMENT {
             for (vector, v) in vecs.iter_mut().enumerate() {
-                if !v.push(allocator, self.growth, element_value(vector, index), reallocs) {
+                if !v.push(
+                    allocator,
+                    self.growth,
+                    element_value(vector, index),
+                    reallocs,
+                ) {
                     return Err(Failure::OutOfMemory);
                 }
             }
@@ -165,9 +203,15 @@ impl Trial {
 
 fn check_contents(vecs: &[GrowingVec]) -> Result<(), Failure> {
     for (vector, v) in vecs.iter().enumerate() {
-        let wrong = v.elements().iter().enumerate().find(|&(i, &x)| x != element_value(vector, i));
+        let wrong = v
+            .elements()
+            .iter()
+            .enumerate()
+            .find(|&(i, &x)| x != element_value(vector, i));
         if let Some((index, _)) = wrong {
-            return Err(Failure::Corrupted(format!("vector {vector} lost element {index}")));
+            return Err(Failure::Corrupted(format!(
+                "vector {vector} lost element {index}"
+            )));
         }
     }
     Ok(())

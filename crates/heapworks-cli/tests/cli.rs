@@ -1,0 +1,293 @@
+//! The `heapworks` binary end to end: a real tiny run writes JSON, CSV and HTML; the report
+//! re-renders from that JSON; bad input fails with a clear message, a non-zero exit and no
+//! files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A scratch directory under the target directory, emptied on creation.
+fn scratch(name: &str) -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("heapworks-cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn heapworks(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_heapworks"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn entries(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Asserts a failed run: non-zero exit, `needle` in the message, nothing written in `dir`.
+fn assert_refused(output: &Output, needle: &str, dir: &Path) {
+    assert!(
+        !output.status.success(),
+        "should fail: {}",
+        text(&output.stdout)
+    );
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains(needle),
+        "message lacks `{needle}`: {stderr}"
+    );
+    assert!(
+        output.stdout.is_empty(),
+        "no table on failure: {}",
+        text(&output.stdout)
+    );
+    assert_eq!(entries(dir), Vec::<String>::new(), "no files left behind");
+}
+
+#[test]
+fn tiny_run_writes_every_output_and_the_report_rerenders() {
+    let dir = scratch("run");
+    let json = dir.join("results.json");
+    let csv = dir.join("results.csv");
+    let html = dir.join("html");
+    let filter = "latency,heap_efficiency,vec_growth,heapworks,talc,rlsf,buddy_alloc,system";
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--filter",
+        filter,
+        "--seed",
+        "3",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    for needle in [
+        "machine:",
+        "crates:",
+        "talc 5.1.1",
+        "heapworks",
+        "latency",
+        "efficiency",
+        "*",
+    ] {
+        assert!(table.contains(needle), "table lacks {needle}:\n{table}");
+    }
+
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let records = records.as_array().unwrap();
+    for record in records {
+        for field in ["workload", "case", "allocator", "metric", "value", "unit"] {
+            assert!(
+                record.get(field).is_some(),
+                "record lacks {field}: {record}"
+            );
+        }
+    }
+    let efficiency: Vec<f64> = records
+        .iter()
+        .filter(|r| r["metric"] == "efficiency")
+        .filter_map(|r| r["value"].as_f64())
+        .collect();
+    assert_eq!(
+        efficiency.len(),
+        4,
+        "every arena in the filter has an efficiency"
+    );
+    assert!(efficiency.iter().all(|e| *e > 0.0 && *e <= 100.0));
+    assert!(!records
+        .iter()
+        .any(|r| r["workload"] == "heap_efficiency" && r["allocator"] == "system"));
+
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv_text.starts_with("workload,case,allocator,metric,value,unit"));
+    assert_eq!(csv_text.lines().count(), records.len() + 1);
+
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    assert!(page.contains("<svg") && page.contains("heap_efficiency") && page.contains("</html>"));
+    assert!(
+        !page.contains("<script") && !page.contains("src=\"http"),
+        "self-contained"
+    );
+
+    let rerendered = dir.join("rerendered");
+    let output = heapworks(&[
+        "report",
+        json.to_str().unwrap(),
+        "--out",
+        rerendered.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table_again = text(&output.stdout);
+    let rows = |t: &str| {
+        t.lines()
+            .filter(|l| l.contains("efficiency"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(rows(&table_again), rows(&table), "same table from the file");
+    let page_again = std::fs::read_to_string(rerendered.join("index.html")).unwrap();
+    assert!(page_again.contains("<svg") && page_again.contains("vec_growth"));
+}
+
+#[test]
+fn unknown_workload_is_refused() {
+    let dir = scratch("unknown-workload");
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--filter",
+        "randm_actions",
+        "--out",
+        dir.join("h").to_str().unwrap(),
+    ]);
+    assert_refused(
+        &output,
+        "unknown workload or allocator `randm_actions`",
+        &dir,
+    );
+    assert!(
+        text(&output.stderr).contains("random_actions"),
+        "lists the valid names"
+    );
+}
+
+#[test]
+fn unknown_allocator_is_refused() {
+    let dir = scratch("unknown-allocator");
+    let json = dir.join("r.json");
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--filter",
+        "talc,jemalloc",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert_refused(&output, "`jemalloc`", &dir);
+}
+
+#[test]
+fn zero_duration_is_refused() {
+    let dir = scratch("zero-duration");
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--duration",
+        "0ms",
+        "--out",
+        dir.join("h").to_str().unwrap(),
+    ]);
+    assert_refused(&output, "duration must be greater than zero", &dir);
+}
+
+#[test]
+fn zero_trials_are_refused() {
+    let dir = scratch("zero-trials");
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--trials",
+        "0",
+        "--out",
+        dir.join("h").to_str().unwrap(),
+    ]);
+    assert_refused(&output, "trials must be at least 1", &dir);
+}
+
+#[test]
+fn unwritable_output_directory_is_refused_before_running() {
+    let dir = scratch("unwritable");
+    let blocker = dir.join("file");
+    std::fs::write(&blocker, "not a directory").unwrap();
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--out",
+        blocker.join("report").to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("cannot write to"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(
+        entries(&dir),
+        vec!["file".to_string()],
+        "nothing but the blocker"
+    );
+}
+
+#[test]
+fn json_into_a_missing_directory_is_refused() {
+    let dir = scratch("missing-dir");
+    let json = dir.join("no/such/dir/r.json");
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--json",
+        json.to_str().unwrap(),
+        "--no-html",
+    ]);
+    assert_refused(&output, "does not exist", &dir);
+}
+
+#[test]
+fn report_of_a_missing_or_foreign_file_is_refused() {
+    let dir = scratch("bad-report");
+    let output = heapworks(&[
+        "report",
+        dir.join("absent.json").to_str().unwrap(),
+        "--out",
+        dir.join("h").to_str().unwrap(),
+    ]);
+    assert_refused(&output, "cannot read", &dir);
+    let foreign = scratch("bad-report-foreign");
+    std::fs::write(foreign.join("x.json"), "{\"not\": \"records\"}").unwrap();
+    let output = heapworks(&[
+        "report",
+        foreign.join("x.json").to_str().unwrap(),
+        "--out",
+        foreign.join("h").to_str().unwrap(),
+    ]);
+    assert!(!output.status.success());
+    assert!(
+        text(&output.stderr).contains("not a heapworks results file"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert_eq!(entries(&foreign), vec!["x.json".to_string()]);
+}
+
+#[test]
+fn list_names_every_workload_and_allocator() {
+    let output = heapworks(&["list"]);
+    assert!(output.status.success());
+    let listing = text(&output.stdout);
+    for name in [
+        "random_actions",
+        "insert_delete",
+        "instructions",
+        "heapworks",
+        "buddy_alloc",
+        "system",
+    ] {
+        assert!(listing.contains(name), "{name} missing:\n{listing}");
+    }
+}
