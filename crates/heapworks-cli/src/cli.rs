@@ -7,6 +7,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::contenders::AllocatorId;
+use crate::gate;
 use crate::instructions;
 use crate::report::{self, table, Outputs};
 use crate::results::{Environment, Results};
@@ -75,6 +76,13 @@ struct BenchArgs {
     /// Do not write the HTML report.
     #[arg(long)]
     no_html: bool,
+    /// Fail if heapworks' instruction counts grew past `--tolerance` against this results file
+    /// (implies --instructions).
+    #[arg(long, value_name = "BASELINE.json")]
+    gate: Option<PathBuf>,
+    /// Allowed growth of an instruction count under --gate, in percent.
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, requires = "gate")]
+    tolerance: f64,
 }
 
 #[derive(Debug, Args)]
@@ -110,7 +118,8 @@ pub fn main() -> ExitCode {
 fn bench(args: BenchArgs) -> Result<(), String> {
     let config = config_of(&args);
     let mut filter = args.filter.clone();
-    if args.instructions {
+    let baseline = args.gate.as_deref().map(read_results).transpose()?;
+    if args.instructions || baseline.is_some() {
         filter.push(WorkloadId::Instructions.name().to_string());
     }
     let selection = Selection::from_filter(&filter).map_err(|e| e.to_string())?;
@@ -130,7 +139,33 @@ fn bench(args: BenchArgs) -> Result<(), String> {
     print!("{}", table::render(&results));
     outputs.write(&results).map_err(|e| e.to_string())?;
     announce(&outputs);
-    Ok(())
+    match baseline {
+        Some(baseline) => apply_gate(&results, &baseline, args.tolerance),
+        None => Ok(()),
+    }
+}
+
+fn apply_gate(results: &Results, baseline: &Results, tolerance: f64) -> Result<(), String> {
+    let verdict = gate::compare(results, baseline, tolerance)?;
+    for change in &verdict.improvements {
+        eprintln!("gate: improved {change} (refresh the baseline)");
+    }
+    if verdict.regressions.is_empty() {
+        eprintln!(
+            "gate: {} instruction counts within {tolerance}% of the baseline",
+            verdict.compared
+        );
+        return Ok(());
+    }
+    let lines: Vec<String> = verdict
+        .regressions
+        .iter()
+        .map(|c| format!("  {c}"))
+        .collect();
+    Err(format!(
+        "instruction counts regressed past {tolerance}%:\n{}",
+        lines.join("\n")
+    ))
 }
 
 fn run_selection(config: &Config, selection: &Selection) -> Result<Results, String> {

@@ -4,11 +4,13 @@
 //!   [`region`], behind the same lock, as a `GlobalAlloc`.
 //! - [`workloads`]: one module per workload, each named for what it measures.
 //! - [`instructions`]: instruction counts per call under valgrind (the regression gate).
+//! - [`gate`]: the instruction-count regression gate against a baseline results file.
 //! - [`runner`]: plans cases, interleaves trials allocator by allocator, aggregates medians.
 //! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms.
 
 pub mod cli;
 pub mod contenders;
+pub mod gate;
 pub mod instructions;
 pub mod region;
 pub mod report;
