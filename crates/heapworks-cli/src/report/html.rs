@@ -16,7 +16,9 @@ th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}\
 th:nth-child(-n+3),td:nth-child(-n+3){text-align:left}\
 td.best{font-weight:bold;background:#e8f5e9}td.failed{color:#b71c1c}\
 .spread{color:#777;font-size:11px}.ratio{color:#555}\
-.env{font-size:13px;line-height:1.6}figure{margin:0}";
+.env{font-size:13px;line-height:1.6}figure{margin:0;overflow-x:auto}\
+.legend{font-size:13px}.key{margin-right:1.2em;white-space:nowrap}\
+.swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}";
 
 /// The whole report as one HTML document.
 pub fn render(results: &Results) -> String {
@@ -76,9 +78,10 @@ fn workload_section(results: &Results, workload: &str) -> String {
         .collect();
     let description = WorkloadId::from_name(workload).map_or("", |w| w.description());
     let mut html = format!(
-        "<section id=\"{0}\"><h2>{0}</h2><p>{1}</p>\n",
+        "<section id=\"{0}\"><h2>{0}</h2><p>{1}</p>\n{2}",
         escape(workload),
-        escape(description)
+        escape(description),
+        legend(results)
     );
     for figure in figures(results, workload, &rows) {
         let _ = writeln!(html, "<figure>{figure}</figure>");
@@ -146,15 +149,34 @@ fn series_over(results: &Results, rows: &[&Row<'_>]) -> Vec<Series> {
     results
         .allocators()
         .into_iter()
-        .filter(|a| rows.iter().any(|r| r.cell(a).is_some()))
-        .map(|allocator| Series {
+        .enumerate()
+        .filter(|(_, a)| rows.iter().any(|r| r.cell(a).is_some()))
+        .map(|(colour, allocator)| Series {
             values: rows
                 .iter()
                 .map(|r| r.cell(&allocator).and_then(|c| c.median()))
                 .collect(),
             name: allocator,
+            colour,
         })
         .collect()
+}
+
+/// The colour key shared by every plot (one colour per allocator column).
+fn legend(results: &Results) -> String {
+    let keys: Vec<String> = results
+        .allocators()
+        .iter()
+        .enumerate()
+        .map(|(index, name)| {
+            format!(
+                "<span class=\"key\"><span class=\"swatch\" style=\"background:{}\"></span>{}</span>",
+                plots::css_colour(index),
+                escape(name)
+            )
+        })
+        .collect();
+    format!("<div class=\"legend\">{}</div>\n", keys.join(""))
 }
 
 fn rows_table(results: &Results, rows: &[Row<'_>]) -> String {

@@ -12,10 +12,14 @@ pub struct Series {
     pub name: String,
     /// Values at each x position.
     pub values: Vec<Option<f64>>,
+    /// Index of the series' colour (the allocator's column), so colours match across plots.
+    pub colour: usize,
 }
 
 const WIDTH: u32 = 900;
-const HEIGHT: u32 = 360;
+const HEIGHT: u32 = 340;
+/// Pixels per character of a 12 px label, for sizing bar groups.
+const LABEL_CHAR_PX: u32 = 7;
 const FONT: &str = "sans-serif";
 
 /// Colours of the series, heapworks (always first when present) in a strong red.
@@ -35,11 +39,25 @@ fn colour(index: usize) -> RGBColor {
     PALETTE[index % PALETTE.len()]
 }
 
+/// The CSS colour of series colour `index` (for legends drawn outside the plots).
+pub fn css_colour(index: usize) -> String {
+    let RGBColor(r, g, b) = colour(index);
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// Wide enough that every group's bars and label fit.
+fn bars_width(labels: &[String], series: usize) -> u32 {
+    let longest = labels.iter().map(|l| l.chars().count()).max().unwrap_or(0) as u32;
+    let group = (series as u32 * 12).max(longest * LABEL_CHAR_PX + 16);
+    (group * labels.len() as u32 + 120).clamp(WIDTH, 4 * WIDTH)
+}
+
 /// Grouped bars: one group per x label, one bar per series.
 pub fn grouped_bars(title: &str, unit: &str, labels: &[String], series: &[Series]) -> String {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let size = (bars_width(labels, series.len()), HEIGHT);
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
         let drawn = draw_bars(&root, title, unit, labels, series);
         if let Err(error) = drawn.and_then(|()| root.present().map_err(Into::into)) {
             return failed_plot(title, &error.to_string());
@@ -71,26 +89,24 @@ fn draw_bars(
         .disable_x_mesh()
         .x_labels(0)
         .y_desc(unit)
+        .y_label_formatter(&|v| super::format_value(*v))
         .label_style((FONT, 12))
         .draw()?;
     let bar_width = 0.8 / series.len().max(1) as f64;
     for (index, one) in series.iter().enumerate() {
-        let fill = colour(index).filled();
+        let fill = colour(one.colour).filled();
         let bars = one.values.iter().enumerate().filter_map(|(group, value)| {
             let left = group as f64 + 0.1 + index as f64 * bar_width;
             value.map(|v| Rectangle::new([(left, 0.0), (left + bar_width * 0.9, v)], fill))
         });
-        chart
-            .draw_series(bars)?
-            .label(one.name.as_str())
-            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], fill));
+        chart.draw_series(bars)?;
     }
     for (group, label) in labels.iter().enumerate() {
         let (x, y) = chart.backend_coord(&(group as f64 + 0.5, 0.0));
         let style = TextStyle::from((FONT, 12)).pos(Pos::new(HPos::Center, VPos::Top));
         root.draw(&Text::new(label.as_str(), (x, y + 8), style))?;
     }
-    draw_legend(&mut chart)
+    Ok(())
 }
 
 /// Lines across ordered x labels (e.g. percentiles) on a logarithmic y axis.
@@ -136,38 +152,19 @@ fn draw_lines(
         .configure_mesh()
         .x_labels(labels.len() * 5)
         .x_label_formatter(&label_of)
+        .y_label_formatter(&|v| super::format_value(*v))
         .y_desc(unit)
         .label_style((FONT, 12))
         .draw()?;
-    for (index, one) in series.iter().enumerate() {
+    for one in series {
         let points: Vec<(f64, f64)> = one
             .values
             .iter()
             .enumerate()
             .filter_map(|(x, v)| v.filter(|v| *v > 0.0).map(|v| (x as f64, v)))
             .collect();
-        let style = colour(index).stroke_width(2);
-        chart
-            .draw_series(LineSeries::new(points, style))?
-            .label(one.name.as_str())
-            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 14, y)], style));
+        chart.draw_series(LineSeries::new(points, colour(one.colour).stroke_width(2)))?;
     }
-    draw_legend(&mut chart)
-}
-
-fn draw_legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
-    chart: &mut ChartContext<'a, DB, CT>,
-) -> DrawResult
-where
-    DB::ErrorType: 'static,
-{
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .label_font((FONT, 12))
-        .border_style(BLACK)
-        .background_style(WHITE.mix(0.85))
-        .draw()?;
     Ok(())
 }
 
@@ -213,10 +210,12 @@ mod tests {
             Series {
                 name: "heapworks".into(),
                 values: vec![Some(3.0), Some(5.0)],
+                colour: 0,
             },
             Series {
                 name: "talc".into(),
                 values: vec![None, Some(4.0)],
+                colour: 1,
             },
         ]
     }
@@ -227,12 +226,15 @@ mod tests {
         assert!(svg.starts_with("<svg"), "{svg}");
         let texts: Vec<&str> = svg.lines().map(str::trim).collect();
         assert!(
-            ["heapworks", "talc", "a", "b"]
-                .iter()
-                .all(|t| texts.contains(t)),
+            ["throughput", "a", "b"].iter().all(|t| texts.contains(t)),
             "{svg}"
         );
-        assert!(svg.contains("<rect"));
+        let bars = |colour: usize| {
+            svg.matches(&format!("fill=\"{}\"", css_colour(colour).to_uppercase()))
+                .count()
+        };
+        assert_eq!(bars(0), 2, "two heapworks bars: {svg}");
+        assert_eq!(bars(1), 1, "one talc bar (its other value is missing)");
     }
 
     #[test]
