@@ -291,3 +291,70 @@ fn list_names_every_workload_and_allocator() {
         assert!(listing.contains(name), "{name} missing:\n{listing}");
     }
 }
+
+/// Instruction counts need valgrind; CI installs it. Without it the test says so and passes,
+/// since the rest of the suite must run on a bare toolchain too.
+#[test]
+fn instruction_counts_are_deterministic_and_gate_themselves() {
+    if Command::new("valgrind").arg("--version").output().is_err() {
+        eprintln!("valgrind is not installed: instruction counts not exercised");
+        return;
+    }
+    let dir = scratch("instructions");
+    let first = dir.join("first.json");
+    let second = dir.join("second.json");
+    let filter = "heapworks,talc";
+    let output = heapworks(&[
+        "bench",
+        "--instructions",
+        "--filter",
+        filter,
+        "--no-html",
+        "--json",
+        first.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    assert!(
+        table.contains("instr/call") && table.contains("realloc"),
+        "{table}"
+    );
+
+    let gated = heapworks(&[
+        "bench",
+        "--filter",
+        filter,
+        "--no-html",
+        "--gate",
+        first.to_str().unwrap(),
+        "--json",
+        second.to_str().unwrap(),
+    ]);
+    assert!(gated.status.success(), "{}", text(&gated.stderr));
+    assert!(text(&gated.stderr).contains("within 1% of the baseline"));
+
+    let counts = |path: &Path| -> Vec<(String, f64)> {
+        let records: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        records
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["workload"] == "instructions")
+            .map(|r| {
+                (
+                    format!("{}/{}/{}", r["allocator"], r["case"], r["metric"]),
+                    r["value"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let counted = counts(&first);
+    assert_eq!(
+        counted.len(),
+        2 * 2 * 3,
+        "2 allocators × 2 sequences × 3 operations"
+    );
+    assert!(counted.iter().all(|(_, v)| *v > 0.0), "{counted:?}");
+    assert_eq!(counted, counts(&second), "same counts on every run");
+}

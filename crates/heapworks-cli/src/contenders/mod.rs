@@ -6,6 +6,34 @@
 //! [`with_allocator`] builds the contender named by an [`AllocatorId`] over a region and
 //! hands it to a generic [`UseAllocator`] visitor, so workloads are monomorphized per
 //! allocator and pay no dynamic dispatch.
+//!
+//! ```
+//! use std::alloc::{GlobalAlloc, Layout};
+//! use heapworks_cli::contenders::{with_allocator, AllocatorId, Arena, RawHeap, UseAllocator};
+//! use heapworks_cli::region::Region;
+//!
+//! /// Anything generic over a `GlobalAlloc` runs on every contender this way.
+//! struct AllocateOnce;
+//!
+//! impl UseAllocator for AllocateOnce {
+//!     type Output = bool;
+//!     fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> bool {
+//!         let layout = Layout::from_size_align(100, 8).unwrap();
+//!         // SAFETY: non-zero size; the block is freed with the same layout.
+//!         unsafe {
+//!             let block = arena.alloc(layout);
+//!             if !block.is_null() {
+//!                 arena.dealloc(block, layout);
+//!             }
+//!             !block.is_null()
+//!         }
+//!     }
+//! }
+//!
+//! let mut region = Region::pretouched(1 << 20).unwrap();
+//! let talc = AllocatorId::from_name("talc").unwrap();
+//! assert!(with_allocator(talc, &mut region, 1 << 20, AllocateOnce).unwrap());
+//! ```
 
 mod buddy_alloc;
 mod buddy_system;
