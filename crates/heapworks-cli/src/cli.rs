@@ -10,7 +10,7 @@ use crate::contenders::AllocatorId;
 use crate::gate;
 use crate::instructions;
 use crate::report::{self, table, Outputs};
-use crate::results::{Environment, Results};
+use crate::results::Results;
 use crate::runner::{self, Selection};
 use crate::workloads::{Config, Scale, WorkloadId};
 
@@ -170,16 +170,9 @@ fn apply_gate(results: &Results, baseline: &Results, tolerance: f64) -> Result<(
 
 fn run_selection(config: &Config, selection: &Selection) -> Result<Results, String> {
     let progress = runner::progress_bar(0);
-    let mut cells = runner::run_timed(config, selection, &progress).map_err(|e| e.to_string())?;
-    if selection.wants_instructions() {
-        let counted = instructions::run(config, &selection.allocators, &progress);
-        cells.extend(counted.map_err(|e| e.to_string())?);
-    }
+    let results = runner::run(config, selection, &progress);
     progress.finish_and_clear();
-    Ok(Results {
-        environment: Environment::detect(config, &selection.allocators),
-        cells,
-    })
+    results
 }
 
 fn config_of(args: &BenchArgs) -> Config {

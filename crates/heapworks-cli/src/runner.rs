@@ -1,12 +1,14 @@
 //! Runs a plan: picks workloads and allocators from `--filter`, plans every case, interleaves
 //! trials allocator by allocator (trial 1 of every allocator, then trial 2, …) so that drift
-//! of the machine hits all alike, and summarizes each cell as median, min and max.
+//! of the machine hits all alike, and summarizes each cell as median, min and max. Instruction
+//! counts (valgrind) run after the timed workloads.
 
 use std::fmt;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::contenders::AllocatorId;
+use crate::instructions;
 use crate::region::{Region, RegionError};
 use crate::results::{Cell, Environment, Outcome, Results, Summary};
 use crate::rng::derive_seed;
@@ -224,13 +226,18 @@ fn summarize(values: impl Iterator<Item = f64>) -> Outcome {
     }
 }
 
-/// Runs the timed workloads and wraps the cells with the environment.
+/// Runs everything `selection` asks for (timed workloads, then instruction counts) and wraps
+/// the cells with the environment.
 pub fn run(
     config: &Config,
     selection: &Selection,
     progress: &ProgressBar,
-) -> Result<Results, RegionError> {
-    let cells = run_timed(config, selection, progress)?;
+) -> Result<Results, String> {
+    let mut cells = run_timed(config, selection, progress).map_err(|e| e.to_string())?;
+    if selection.wants_instructions() {
+        let counted = instructions::run(config, &selection.allocators, progress);
+        cells.extend(counted.map_err(|e| e.to_string())?);
+    }
     Ok(Results {
         environment: Environment::detect(config, &selection.allocators),
         cells,

@@ -17,16 +17,6 @@ pub fn min_max(values: &[f64]) -> Option<(f64, f64)> {
     Some((*sorted.first()?, *sorted.last()?))
 }
 
-/// The spread of trials: `(max - min) / median`, in percent; 0 for a single trial.
-pub fn spread_percent(values: &[f64]) -> Option<f64> {
-    let (low, high) = min_max(values)?;
-    let middle = median(values)?;
-    if middle == 0.0 {
-        return Some(0.0);
-    }
-    Some((high - low) / middle.abs() * 100.0)
-}
-
 /// The nearest-rank percentile `p` (0–100) of already sorted samples; `None` when empty.
 pub fn percentile(sorted_samples: &[u64], p: f64) -> Option<u64> {
     let n = sorted_samples.len();
@@ -53,12 +43,6 @@ mod tests {
         assert_eq!(median(&[]), None);
         assert_eq!(median(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), Some(2.5));
-    }
-
-    #[test]
-    fn spreads() {
-        assert_eq!(spread_percent(&[5.0]), Some(0.0));
-        assert_eq!(spread_percent(&[9.0, 10.0, 11.0]), Some(20.0));
     }
 
     #[test]

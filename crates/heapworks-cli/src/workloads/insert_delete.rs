@@ -71,23 +71,51 @@ pub fn random_layout(rng: &mut Rng) -> Layout {
     Layout::from_size_align(size, 8).expect("valid layout")
 }
 
-/// Allocates `count` random blocks in sequence (untimed set-up).
+/// Allocates `count` random blocks in sequence (untimed set-up, but still bounded by the
+/// trial's deadline).
 pub fn allocate_sequence<H: RawHeap>(
     arena: &Arena<'_, H>,
     rng: &mut Rng,
     count: usize,
+    deadline: &Deadline,
 ) -> Result<Vec<Block>, Failure> {
     let mut blocks = Vec::with_capacity(count);
-    for _ in 0..count {
-        match Block::allocate(arena, random_layout(rng)) {
-            Some(block) => blocks.push(block),
-            None => {
-                release_all(arena, blocks);
-                return Err(Failure::OutOfMemory);
+    for index in 0..count {
+        let failure = match Block::allocate(arena, random_layout(rng)) {
+            Some(block) => {
+                blocks.push(block);
+                let late = index % REQUESTS_PER_CLOCK_CHECK == 0 && deadline.passed();
+                late.then(|| Failure::TimedOut(deadline.budget()))
             }
+            None => Some(Failure::OutOfMemory),
+        };
+        if let Some(failure) = failure {
+            release_all(arena, blocks);
+            return Err(failure);
         }
     }
     Ok(blocks)
+}
+
+/// Frees `blocks` in order, looking at the deadline between batches; on a time-out the rest
+/// are handed back with [`release_all`].
+pub fn free_within<H: RawHeap>(
+    arena: &Arena<'_, H>,
+    blocks: Vec<Block>,
+    deadline: &Deadline,
+) -> Result<(), Failure> {
+    let mut pending = blocks.into_iter();
+    while pending.len() > 0 {
+        pending
+            .by_ref()
+            .take(REQUESTS_PER_CLOCK_CHECK)
+            .for_each(|block| block.free(arena));
+        if pending.len() > 0 && deadline.passed() {
+            release_all(arena, pending.collect());
+            return Err(Failure::TimedOut(deadline.budget()));
+        }
+    }
+    Ok(())
 }
 
 /// Hands `blocks` back when the heap needs it (see [`LiveBlocks::release`]).
@@ -120,7 +148,7 @@ impl UseAllocator for Trial {
 
     fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> TrialOutcome {
         let mut rng = Rng::new(self.seed);
-        let all = allocate_sequence(arena, &mut rng, self.blocks * 2)?;
+        let all = allocate_sequence(arena, &mut rng, self.blocks * 2, &self.deadline)?;
         let (to_free, kept) = split_alternate(all);
         let mut live = LiveBlocks::with_capacity(self.blocks * 2);
         kept.into_iter().for_each(|block| live.push(block));
@@ -150,18 +178,13 @@ impl Trial {
         live: &mut LiveBlocks,
     ) -> Result<Duration, Failure> {
         let start = Instant::now();
-        let mut pending = to_free.into_iter();
-        while pending.len() > 0 {
-            pending
-                .by_ref()
-                .take(REQUESTS_PER_CLOCK_CHECK)
-                .for_each(|block| block.free(arena));
-            if self.deadline.passed() {
-                release_all(arena, pending.collect());
-                return Err(self.give_up(arena, live));
+        match free_within(arena, to_free, &self.deadline) {
+            Ok(()) => Ok(start.elapsed()),
+            Err(failure) => {
+                std::mem::take(live).release(arena);
+                Err(failure)
             }
         }
-        Ok(start.elapsed())
     }
 
     fn allocate_timed<H: RawHeap>(

@@ -285,18 +285,6 @@ pub enum Failure {
     SetupFailed(String),
 }
 
-impl Failure {
-    /// A short label for table cells.
-    pub fn short(&self) -> &'static str {
-        match self {
-            Failure::OutOfMemory => "OOM",
-            Failure::TimedOut(_) => "timeout",
-            Failure::Corrupted(_) => "CORRUPT",
-            Failure::SetupFailed(_) => "no setup",
-        }
-    }
-}
-
 impl fmt::Display for Failure {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

@@ -15,7 +15,8 @@ use crate::timing::Deadline;
 
 use super::blocks::{Block, LiveBlocks};
 use super::insert_delete::{
-    allocate_sequence, block_counts, heap_len_for, split_alternate, REQUESTS_PER_CLOCK_CHECK,
+    allocate_sequence, block_counts, free_within, heap_len_for, release_all, split_alternate,
+    REQUESTS_PER_CLOCK_CHECK,
 };
 use super::{run_trial, Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
 
@@ -74,13 +75,15 @@ impl UseAllocator for Trial {
 
     fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> TrialOutcome {
         let mut rng = Rng::new(self.seed);
-        let all = allocate_sequence(arena, &mut rng, self.blocks * 2)?;
-        let (to_free, kept) = split_alternate(all);
-        // Highest address first: cheap for address-ordered free lists, and untimed anyway.
-        to_free
-            .into_iter()
-            .rev()
-            .for_each(|block| block.free(arena));
+        let all = allocate_sequence(arena, &mut rng, self.blocks * 2, &self.deadline)?;
+        let (mut to_free, kept) = split_alternate(all);
+        // Highest address first: cheap for address-ordered free lists. Untimed, but buddy
+        // allocators search a list per free, so the deadline still applies.
+        to_free.reverse();
+        if let Err(failure) = free_within(arena, to_free, &self.deadline) {
+            release_all(arena, kept);
+            return Err(failure);
+        }
         let mut live = LiveBlocks::with_capacity(self.blocks);
         kept.into_iter().for_each(|block| live.push(block));
         let targets: Vec<usize> = live
