@@ -50,9 +50,11 @@ pub(crate) const fn bin_of(size: usize) -> usize {
     if granules < EXACT_LIMIT {
         return granules - MIN_GRANULES;
     }
-    let octave = usize::BITS - 1 - granules.leading_zeros();
-    let sub = (granules >> (octave - SUB_BITS)) & (SUB_BINS - 1);
-    let bin = EXACT_BINS + (octave - FIRST_OCTAVE) as usize * SUB_BINS + sub;
+    // `granules >> (octave - SUB_BITS)` is `SUB_BINS + sub`, so the bin is
+    // `EXACT_BINS + (octave - FIRST_OCTAVE) * SUB_BINS + sub`, folded into one constant.
+    // `| 1` lets the compiler see the operand is non-zero.
+    let octave = (granules | 1).ilog2() as usize;
+    let bin = octave * SUB_BINS + (granules >> (octave - SUB_BITS as usize)) + LOG_BIN_OFFSET;
     if bin < BIN_COUNT {
         bin
     } else {
@@ -60,8 +62,10 @@ pub(crate) const fn bin_of(size: usize) -> usize {
     }
 }
 
-/// The smallest size (in bytes) that maps to `bin` (the tests' reference for the map).
-#[cfg(test)]
+/// `bin_of` for sizes beyond the exact bins, minus `octave * SUB_BINS + (SUB_BINS + sub)`.
+const LOG_BIN_OFFSET: usize = EXACT_BINS - FIRST_OCTAVE as usize * SUB_BINS - SUB_BINS;
+
+/// The smallest size (in bytes) that maps to `bin`.
 const fn bin_floor(bin: usize) -> usize {
     let granules = if bin < EXACT_BINS {
         bin + MIN_GRANULES
@@ -71,6 +75,30 @@ const fn bin_floor(bin: usize) -> usize {
         (SUB_BINS + sub) << (octave - SUB_BITS as usize)
     };
     granules << GRANULE_SHIFT
+}
+
+/// `BIN_FLOORS[b]` is the smallest size in bin `b`; `BIN_FLOORS[BIN_COUNT]` is `usize::MAX`, as
+/// the last bin takes every larger size.
+const BIN_FLOORS: [usize; BIN_COUNT + 1] = {
+    let mut floors = [usize::MAX; BIN_COUNT + 1];
+    let mut bin = 0;
+    while bin < BIN_COUNT {
+        floors[bin] = bin_floor(bin);
+        bin += 1;
+    }
+    floors
+};
+
+/// Whether a chunk of `size` bytes belongs to `bin`: two loads, cheaper than [`bin_of`].
+#[inline(always)]
+pub(crate) fn in_bin(bin: usize, size: usize) -> bool {
+    BIN_FLOORS[bin] <= size && size < BIN_FLOORS[bin + 1]
+}
+
+/// Whether a chunk of `size` bytes falls in an exact bin.
+#[inline(always)]
+pub(crate) const fn is_exact_size(size: usize) -> bool {
+    size >> GRANULE_SHIFT < EXACT_LIMIT
 }
 
 /// Whether every chunk in `bin` has the same size, so any of them serves any request that
@@ -112,6 +140,19 @@ mod tests {
             last_bin = bin;
             size += GRANULE * (1 + size / 4096);
         }
+    }
+
+    #[test]
+    fn in_bin_agrees_with_bin_of() {
+        let mut size = MIN_CHUNK;
+        while size < (1 << 24) {
+            let bin = bin_of(size);
+            assert!(in_bin(bin, size));
+            assert!(bin == 0 || !in_bin(bin - 1, size));
+            assert!(bin + 1 == BIN_COUNT || !in_bin(bin + 1, size));
+            size += GRANULE * (1 + size / 2048);
+        }
+        assert!(in_bin(BIN_COUNT - 1, usize::MAX & !(GRANULE - 1)));
     }
 
     #[test]

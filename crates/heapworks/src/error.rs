@@ -128,7 +128,7 @@ pub enum CorruptionKind {
     BadFooter,
     /// A free chunk's list links are inconsistent, or it is not in its bin's list.
     BadLink,
-    /// A bin's occupancy bit disagrees with its list, or the bitmap's levels disagree.
+    /// A bin's occupancy bit disagrees with its list.
     BadBitmap,
     /// The bins list a different number of chunks than the walk found free.
     LostChunk,

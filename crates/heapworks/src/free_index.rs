@@ -6,7 +6,7 @@
 //!   and `x.next.prev == x` along every list.
 //! - The occupancy bitmap has bin `b` set exactly when `heads[b]` is `Some`.
 //!
-//! Finding a chunk for a request of `size` bytes:
+//! Finding a chunk for a request of `size` bytes ([`FreeIndex::find`]):
 //! 1. If the request's bin is exact, the first non-empty bin at or above it serves: O(1).
 //! 2. Otherwise the head of the request's own bin is tried, then the first non-empty bin above
 //!    it, whose every chunk fits: O(1).
@@ -14,25 +14,30 @@
 //!    This happens only when no larger free chunk exists at all; it walks one bin's list, so a
 //!    request that the largest free chunk could serve never fails. The worst case is bounded
 //!    by the number of free chunks whose sizes share the request's sub-bin (a 1/8-octave band).
+//!
+//! `find` does not take the chunk out: the heap then either unlinks it or, when the part left
+//! free stays in the same bin, moves its entry in place ([`FreeIndex::refile`]), which spares
+//! the bitmap and the bin computation. A bin is computed on unlinking only when the chunk heads
+//! its list.
 
-use crate::bins::{bin_of, is_exact, BIN_COUNT};
-use crate::bitmap::Bitmap;
+use crate::bins::{bin_of, in_bin, is_exact, is_exact_size};
+use crate::bitmap::{Bitmap, BIN_SLOTS};
 use crate::chunk::Chunk;
 
 pub(crate) struct FreeIndex {
     occupancy: Bitmap,
-    heads: [Option<Chunk>; BIN_COUNT],
+    heads: [Option<Chunk>; BIN_SLOTS],
 }
 
 impl FreeIndex {
     pub(crate) const fn new() -> FreeIndex {
         FreeIndex {
             occupancy: Bitmap::new(),
-            heads: [None; BIN_COUNT],
+            heads: [None; BIN_SLOTS],
         }
     }
 
-    /// Files a free chunk of `size` bytes (its header and footer already written).
+    /// Files a free chunk of `size` bytes at the head of its bin.
     ///
     /// # Safety
     /// `chunk` is a free chunk of `size` bytes that is in no list.
@@ -52,12 +57,31 @@ impl FreeIndex {
         self.occupancy.set(bin);
     }
 
-    /// Takes a free chunk of `size` bytes out of its list.
+    /// Takes a free chunk out of `bin`'s list.
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk filed in `bin`.
+    #[inline(always)]
+    pub(crate) unsafe fn unlink(&mut self, chunk: Chunk, bin: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlink_with(chunk, || bin) }
+    }
+
+    /// Takes a free chunk of `size` bytes out of its list. Its bin is computed only if the
+    /// chunk heads its list.
     ///
     /// # Safety
     /// `chunk` is a free chunk of `size` bytes filed in this index.
     #[inline(always)]
     pub(crate) unsafe fn remove(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlink_with(chunk, || bin_of(size)) }
+    }
+
+    /// # Safety
+    /// `chunk` is a free chunk filed in the bin `bin()` returns.
+    #[inline(always)]
+    unsafe fn unlink_with(&mut self, chunk: Chunk, bin: impl FnOnce() -> usize) {
         // SAFETY: `chunk` and its list neighbours are free chunks of this index.
         unsafe {
             let next = chunk.next_free();
@@ -67,58 +91,118 @@ impl FreeIndex {
             }
             match prev {
                 Some(prev) => prev.set_next_free(next),
-                None => self.unlink_head(bin_of(size), next),
+                None => {
+                    let bin = bin();
+                    self.heads[bin] = next;
+                    if next.is_none() {
+                        self.occupancy.clear(bin);
+                    }
+                }
             }
         }
     }
 
-    /// Replaces the head of `bin` by `next`, clearing the bin's bit when it empties.
+    /// The entry of the free chunk `from`, of `old_size` bytes, now stands for a free chunk of
+    /// `new_size` bytes at `to` (see [`FreeIndex::refile_in`]). A chunk of an exact bin always
+    /// changes bin, so its bin is computed only if it heads its list.
+    ///
+    /// # Safety
+    /// As for [`FreeIndex::refile_in`], with `from` of `old_size` bytes.
     #[inline(always)]
-    fn unlink_head(&mut self, bin: usize, next: Option<Chunk>) {
-        self.heads[bin] = next;
-        if next.is_none() {
-            self.occupancy.clear(bin);
+    pub(crate) unsafe fn refile(
+        &mut self,
+        from: Chunk,
+        old_size: usize,
+        to: Chunk,
+        new_size: usize,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            if is_exact_size(old_size) {
+                self.remove(from, old_size);
+                self.insert(to, new_size);
+            } else {
+                self.refile_in(from, bin_of(old_size), to, new_size);
+            }
         }
     }
 
-    /// Takes out a free chunk of at least `size` bytes (see the module docs for the search).
+    /// The entry of the free chunk `from`, filed in `bin`, now stands for a free chunk of
+    /// `new_size` bytes at `to`: moved in place when the bin stays the same, re-filed otherwise.
+    /// Only link words are written; the caller writes `to`'s header and footer afterwards.
+    ///
+    /// # Safety
+    /// `from` is filed in `bin`; `to`'s link words may overlap `from`'s header but not its links
+    /// unless `to == from`.
+    #[inline(always)]
+    pub(crate) unsafe fn refile_in(&mut self, from: Chunk, bin: usize, to: Chunk, new_size: usize) {
+        // SAFETY: forwarded from the caller; `from`'s links are read before `to`'s are written.
+        unsafe {
+            if !in_bin(bin, new_size) {
+                self.unlink(from, bin);
+                self.insert(to, new_size);
+            } else if from != to {
+                self.relocate(from, to, bin);
+            }
+        }
+    }
+
+    /// Moves the list entry of `from` (filed in `bin`) to `to`.
+    ///
+    /// # Safety
+    /// As for [`FreeIndex::refile_in`].
+    #[inline(always)]
+    unsafe fn relocate(&mut self, from: Chunk, to: Chunk, bin: usize) {
+        // SAFETY: `from` and its list neighbours are free chunks; links are read first.
+        unsafe {
+            let next = from.next_free();
+            let prev = from.prev_free();
+            to.set_next_free(next);
+            to.set_prev_free(prev);
+            if let Some(next) = next {
+                next.set_prev_free(Some(to));
+            }
+            match prev {
+                Some(prev) => prev.set_next_free(Some(to)),
+                None => self.heads[bin] = Some(to),
+            }
+        }
+    }
+
+    /// A free chunk of at least `size` bytes and its bin, still filed (see the module docs).
     ///
     /// # Safety
     /// The index is consistent (every listed chunk is a free chunk of its bin).
     #[inline(always)]
-    pub(crate) unsafe fn take_at_least(&mut self, size: usize) -> Option<Chunk> {
+    pub(crate) unsafe fn find(&self, size: usize) -> Option<(Chunk, usize)> {
         let bin = bin_of(size);
         if !is_exact(bin) {
             if let Some(head) = self.heads[bin] {
                 // SAFETY: listed chunks are free chunks with valid headers.
                 if unsafe { head.size() } >= size {
-                    // SAFETY: `head` heads `bin`.
-                    unsafe { self.pop_head(bin, head) };
-                    return Some(head);
+                    return Some((head, bin));
                 }
             }
         }
         let first_fitting_bin = if is_exact(bin) { bin } else { bin + 1 };
         if let Some(found) = self.occupancy.first_at_or_above(first_fitting_bin) {
-            let head = self.heads[found]?;
-            // SAFETY: `head` heads `found`.
-            unsafe { self.pop_head(found, head) };
-            return Some(head);
+            return Some((self.heads[found]?, found));
         }
         // SAFETY: forwarded from the caller.
-        unsafe { self.take_first_fit(bin, |_, chunk_size| chunk_size >= size) }
+        unsafe { self.first_fit(bin, |_, chunk_size| chunk_size >= size) }
     }
 
-    /// Takes out the first chunk, scanning bins upward from `first_bin`, that `fits` accepts.
-    /// `fits` gets the chunk and its size. This is the slow path: it walks lists.
+    /// The first chunk, scanning bins upward from `first_bin`, that `fits` accepts, with its
+    /// bin. `fits` gets the chunk and its size. This is the slow path: it walks lists.
     ///
     /// # Safety
     /// The index is consistent.
-    pub(crate) unsafe fn take_first_fit(
-        &mut self,
+    #[cold]
+    pub(crate) unsafe fn first_fit(
+        &self,
         first_bin: usize,
         mut fits: impl FnMut(Chunk, usize) -> bool,
-    ) -> Option<Chunk> {
+    ) -> Option<(Chunk, usize)> {
         let mut bin = self.occupancy.first_at_or_above(first_bin)?;
         loop {
             let mut cursor = self.heads[bin];
@@ -126,28 +210,12 @@ impl FreeIndex {
                 // SAFETY: listed chunks are free chunks with valid headers and links.
                 let size = unsafe { chunk.size() };
                 if fits(chunk, size) {
-                    // SAFETY: `chunk` is filed in this index with this size.
-                    unsafe { self.remove(chunk, size) };
-                    return Some(chunk);
+                    return Some((chunk, bin));
                 }
                 // SAFETY: as above.
                 cursor = unsafe { chunk.next_free() };
             }
             bin = self.occupancy.first_at_or_above(bin + 1)?;
-        }
-    }
-
-    /// # Safety
-    /// `head` is the head of `bin`'s list.
-    #[inline(always)]
-    unsafe fn pop_head(&mut self, bin: usize, head: Chunk) {
-        // SAFETY: `head` and its successor are free chunks of this index.
-        unsafe {
-            let next = head.next_free();
-            if let Some(next) = next {
-                next.set_prev_free(None);
-            }
-            self.unlink_head(bin, next);
         }
     }
 
@@ -177,10 +245,5 @@ impl FreeIndex {
     /// Whether the bitmap has `bin` marked non-empty (for the checker).
     pub(crate) fn is_marked(&self, bin: usize) -> bool {
         self.occupancy.is_set(bin)
-    }
-
-    /// Whether the bitmap's two levels agree (for the checker).
-    pub(crate) fn bitmap_is_consistent(&self) -> bool {
-        self.occupancy.summary_is_consistent()
     }
 }

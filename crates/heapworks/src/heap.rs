@@ -16,7 +16,9 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use crate::bins::bin_of;
-use crate::chunk::{chunk_size_for, Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE, WORD};
+use crate::chunk::{
+    chunk_size_for, Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE, SIZE_MASK, WORD,
+};
 use crate::error::{AllocError, Misuse};
 use crate::free_index::FreeIndex;
 use crate::region::RegionRecord;
@@ -77,92 +79,130 @@ impl Heap {
     #[inline]
     pub fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         let block = self.allocate_uncounted(layout)?;
-        self.counters.allocations += 1;
+        Counters::count(&mut self.counters.allocations);
         Ok(block)
     }
 
     #[inline(always)]
     fn allocate_uncounted(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         let size = chunk_size_for(layout.size()).ok_or(AllocError)?;
-        let chunk = if layout.align() <= GRANULE {
-            // SAFETY: the index holds only free chunks of claimed regions.
-            unsafe { self.index.take_at_least(size) }.ok_or(AllocError)?
-        } else {
-            self.take_aligned(size, layout.align())?
-        };
-        // SAFETY: `chunk` is a free chunk of at least `size` bytes, out of the index.
+        if layout.align() > GRANULE {
+            return self.allocate_aligned(size, layout.align());
+        }
+        // SAFETY: the index holds only free chunks of claimed regions.
+        let (chunk, bin) = unsafe { self.index.find(size) }.ok_or(AllocError)?;
+        // SAFETY: `chunk` is a free chunk filed in `bin`, of at least `size` bytes.
         unsafe {
-            let available = chunk.size();
-            let prev_flag = chunk.header() & PREV_IN_USE;
-            self.occupy_front(chunk, available, size, prev_flag);
+            let header = chunk.header();
+            let available = header & SIZE_MASK;
+            let taken = self.occupy(chunk, header & PREV_IN_USE, chunk, bin, available, size);
+            self.counters.grow_in_use(taken);
         }
         Ok(chunk.payload())
     }
 
-    /// Takes out a free chunk whose payload can be aligned to `align` with `size` bytes after it,
-    /// and cuts off the padding in front as a free chunk of its own.
-    fn take_aligned(&mut self, size: usize, align: usize) -> Result<Chunk, AllocError> {
+    /// Allocates `size` bytes aligned to `align` (above `GRANULE`): finds a chunk with room for
+    /// the padding, cuts the padding off in front as a free chunk of its own, and occupies the
+    /// rest.
+    #[inline(never)]
+    fn allocate_aligned(&mut self, size: usize, align: usize) -> Result<NonNull<u8>, AllocError> {
         let search = size
             .checked_add(align)
             .and_then(|s| s.checked_add(GRANULE))
             .ok_or(AllocError)?;
         // SAFETY: the index holds only free chunks of claimed regions.
-        let chunk = unsafe {
-            match self.index.take_at_least(search) {
-                Some(chunk) => chunk,
+        let (chunk, bin) = unsafe {
+            match self.index.find(search) {
+                Some(found) => found,
                 // Near exhaustion: any chunk whose actual address leaves room will do.
                 None => self
                     .index
-                    .take_first_fit(bin_of(size), |chunk, chunk_size| {
+                    .first_fit(bin_of(size), |chunk, chunk_size| {
                         front_padding(chunk, align).is_some_and(|pad| pad + size <= chunk_size)
                     })
                     .ok_or(AllocError)?,
             }
         };
         let padding = front_padding(chunk, align).ok_or(AllocError)?;
-        if padding == 0 {
-            return Ok(chunk);
-        }
-        // SAFETY: `padding + size <= chunk size`, and the padding is at least MIN_CHUNK, so both
-        // pieces are valid chunks inside the original one.
+        // SAFETY: `padding + size` fits the chunk and the padding is zero or at least MIN_CHUNK,
+        // so the padding and the aligned rest are both valid chunks inside the one found.
         unsafe {
-            let total = chunk.size();
-            let prev_in_use = chunk.header() & PREV_IN_USE != 0;
-            chunk.write_free(padding, prev_in_use);
-            self.index.insert(chunk, padding);
-            let aligned = chunk.after(padding);
-            aligned.set_header(total - padding);
-            Ok(aligned)
+            let header = chunk.header();
+            let available = header & SIZE_MASK;
+            let (block, prev_flag) = if padding == 0 {
+                (chunk, header & PREV_IN_USE)
+            } else {
+                self.index.refile_in(chunk, bin, chunk, padding);
+                chunk.write_free(padding, header & PREV_IN_USE != 0);
+                (chunk.after(padding), 0)
+            };
+            let filed = if padding == 0 {
+                Some((chunk, bin))
+            } else {
+                None
+            };
+            let taken = self.occupy_span(block, prev_flag, filed, available - padding, size);
+            self.counters.grow_in_use(taken);
+            Ok(block.payload())
         }
     }
 
-    /// Marks the first `needed` of `available` bytes at `chunk` in use and files the rest as a
-    /// free chunk when it is large enough (otherwise the block keeps it).
+    /// Makes the `available` bytes at `block` an allocated block of `needed` bytes, the rest a
+    /// free tail (or part of the block when too small for a chunk). `filed` is the free chunk
+    /// in `bin` that the span consumes: its index entry moves to the tail, or goes.
+    /// Returns the size the block ends up with.
     ///
     /// # Safety
-    /// `[chunk, chunk + available)` is a chunk that is in no list, whose right neighbour is in
-    /// use, and `needed <= available`.
+    /// `[block, block + available)` is one span whose right neighbour is in use; the free chunk
+    /// `filed` lies inside it and is filed in `bin`; nothing else in the span is filed;
+    /// `needed <= available`; `prev_flag` is `PREV_IN_USE` or 0 for the chunk before `block`.
     #[inline(always)]
-    unsafe fn occupy_front(
+    unsafe fn occupy(
         &mut self,
-        chunk: Chunk,
+        block: Chunk,
+        prev_flag: usize,
+        filed: Chunk,
+        bin: usize,
         available: usize,
         needed: usize,
+    ) -> usize {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.occupy_span(block, prev_flag, Some((filed, bin)), available, needed) }
+    }
+
+    /// [`Heap::occupy`] for a span that may hold no filed chunk (`filed == None`).
+    ///
+    /// # Safety
+    /// As for [`Heap::occupy`].
+    #[inline(always)]
+    unsafe fn occupy_span(
+        &mut self,
+        block: Chunk,
         prev_flag: usize,
-    ) {
+        filed: Option<(Chunk, usize)>,
+        available: usize,
+        needed: usize,
+    ) -> usize {
         let spare = available - needed;
-        // SAFETY: both pieces lie inside the caller's chunk.
+        // SAFETY: the tail lies inside the span; the index entry is moved before the tail's
+        // header and footer are written (see `FreeIndex::refile`).
         unsafe {
             if spare >= MIN_CHUNK {
-                chunk.set_header(needed | prev_flag | IN_USE);
-                let tail = chunk.after(needed);
+                let tail = block.after(needed);
+                match filed {
+                    Some((filed, bin)) => self.index.refile_in(filed, bin, tail, spare),
+                    None => self.index.insert(tail, spare),
+                }
                 tail.write_free(spare, true);
-                self.index.insert(tail, spare);
-                self.counters.grow_in_use(needed);
+                block.set_header(needed | prev_flag | IN_USE);
+                needed
             } else {
-                chunk.set_header(available | prev_flag | IN_USE);
-                chunk.after(available).set_prev_in_use(true);
-                self.counters.grow_in_use(available);
+                if let Some((filed, bin)) = filed {
+                    self.index.unlink(filed, bin);
+                }
+                block.set_header(available | prev_flag | IN_USE);
+                block.after(available).set_prev_in_use(true);
+                available
             }
         }
     }
@@ -210,42 +250,52 @@ impl Heap {
             self.counters.in_use -= size;
             self.release(chunk, size);
         }
-        self.counters.frees += 1;
+        Counters::count(&mut self.counters.frees);
     }
 
-    /// Returns `size` bytes at `chunk` to the free index, merging with free neighbours.
+    /// Returns `size` bytes at `chunk` to the free index, merging with free neighbours. The
+    /// merged chunk keeps a neighbour's index entry when it stays in that neighbour's bin.
     ///
     /// # Safety
     /// `chunk` is an allocated chunk of `size` bytes.
     #[inline(always)]
     unsafe fn release(&mut self, chunk: Chunk, size: usize) {
         // SAFETY: neighbours are found through the header size and the boundary tag, both valid
-        // for an allocated chunk; free neighbours are filed in the index.
+        // for an allocated chunk; free neighbours are filed in the index, and each entry is
+        // moved before the merged chunk's header and footer are written.
         unsafe {
             let header = chunk.header();
             if CHECKED {
                 // A stale header must not look allocated once this chunk merges leftwards.
                 chunk.set_header(header & !IN_USE);
             }
-            let mut start = chunk;
-            let mut total = size;
             let next = chunk.after(size);
             let next_header = next.header();
-            if next_header & IN_USE == 0 {
-                let next_size = next_header & crate::chunk::SIZE_MASK;
-                self.index.remove(next, next_size);
-                total += next_size;
+            let next_is_free = next_header & IN_USE == 0;
+            let next_size = if next_is_free {
+                next_header & SIZE_MASK
             } else {
+                0
+            };
+            if !next_is_free {
                 next.set_header(next_header & !PREV_IN_USE);
             }
+            let total = size + next_size;
             if header & PREV_IN_USE == 0 {
                 let prev_size = chunk.prev_free_size();
-                start = chunk.before(prev_size);
-                self.index.remove(start, prev_size);
-                total += prev_size;
+                let prev = chunk.before(prev_size);
+                if next_is_free {
+                    self.index.remove(next, next_size);
+                }
+                self.index.refile(prev, prev_size, prev, prev_size + total);
+                prev.write_free(prev_size + total, true);
+            } else if next_is_free {
+                self.index.refile(next, next_size, chunk, total);
+                chunk.write_free(total, true);
+            } else {
+                self.index.insert(chunk, size);
+                chunk.write_free(size, true);
             }
-            start.write_free(total, true);
-            self.index.insert(start, total);
         }
     }
 
@@ -320,8 +370,15 @@ impl Heap {
         let keeps_alignment = ptr.as_ptr().addr() & (new.align() - 1) == 0;
         // SAFETY: `ptr` is a live block of this heap (the caller's promise).
         if keeps_alignment && unsafe { self.resize_in_place(chunk, needed) } {
-            self.counters.reallocs += 1;
+            Counters::count(&mut self.counters.reallocs);
             return Ok(ptr);
+        }
+        // SAFETY: as above.
+        if let Some(moved) =
+            unsafe { self.grow_backwards(chunk, needed, old.size().min(new.size()), new.align()) }
+        {
+            Counters::count(&mut self.counters.reallocs);
+            return Ok(moved);
         }
         let moved = self.allocate_uncounted(new)?;
         // SAFETY: the new block is distinct from the old one and both hold at least the bytes
@@ -333,7 +390,7 @@ impl Heap {
             self.counters.in_use -= size;
             self.release(chunk, size);
         }
-        self.counters.reallocs += 1;
+        Counters::count(&mut self.counters.reallocs);
         Ok(moved)
     }
 
@@ -384,7 +441,8 @@ impl Heap {
     /// # Safety
     /// `chunk` is an allocated chunk of `size >= needed` bytes.
     unsafe fn shrink_in_place(&mut self, chunk: Chunk, size: usize, needed: usize) {
-        // SAFETY: the tail lies inside the chunk; a free neighbour is filed in the index.
+        // SAFETY: the tail lies inside the chunk; a free neighbour is filed in the index and its
+        // entry is moved before the tail's header and footer are written.
         unsafe {
             let spare = size - needed;
             let next = chunk.after(size);
@@ -394,13 +452,12 @@ impl Heap {
                 if spare == 0 {
                     return;
                 }
-                let next_size = next_header & crate::chunk::SIZE_MASK;
-                self.index.remove(next, next_size);
+                let next_size = next_header & SIZE_MASK;
+                self.index.refile(next, next_size, tail, spare + next_size);
                 tail.write_free(spare + next_size, true);
-                self.index.insert(tail, spare + next_size);
             } else if spare >= MIN_CHUNK {
-                tail.write_free(spare, true);
                 self.index.insert(tail, spare);
+                tail.write_free(spare, true);
                 next.set_header(next_header & !PREV_IN_USE);
             } else {
                 return;
@@ -422,16 +479,69 @@ impl Heap {
         unsafe {
             let next = chunk.after(size);
             let next_header = next.header();
-            let available = size + (next_header & crate::chunk::SIZE_MASK);
-            if next_header & IN_USE != 0 || available < needed {
+            let next_size = next_header & SIZE_MASK;
+            if next_header & IN_USE != 0 || size + next_size < needed {
                 return false;
             }
-            self.index.remove(next, available - size);
-            self.counters.in_use -= size;
             let prev_flag = chunk.header() & PREV_IN_USE;
-            self.occupy_front(chunk, available, needed, prev_flag);
+            let bin = bin_of(next_size);
+            let taken = self.occupy(chunk, prev_flag, next, bin, size + next_size, needed);
+            self.counters.in_use -= size;
+            self.counters.grow_in_use(taken);
         }
         true
+    }
+
+    /// Grows an allocated chunk to `needed` bytes by taking in its free left neighbour (and its
+    /// free right neighbour, if any), moving the first `keep` payload bytes down. This serves a
+    /// realloc that could not grow forwards without needing a second, disjoint free chunk, which
+    /// is what keeps a nearly full heap from failing. Returns the new payload, or `None` (heap
+    /// untouched) when the neighbours are not free, too small, or the new payload would miss
+    /// `align`.
+    ///
+    /// # Safety
+    /// `chunk` is an allocated chunk holding at least `keep` payload bytes.
+    unsafe fn grow_backwards(
+        &mut self,
+        chunk: Chunk,
+        needed: usize,
+        keep: usize,
+        align: usize,
+    ) -> Option<NonNull<u8>> {
+        // SAFETY: the neighbours are found through the boundary tag and the header size; free
+        // ones are filed in the index and unlinked before the payload moves over them; the span
+        // they make with the chunk is one run of memory inside the region.
+        unsafe {
+            let header = chunk.header();
+            if header & PREV_IN_USE != 0 {
+                return None;
+            }
+            let size = header & SIZE_MASK;
+            let prev_size = chunk.prev_free_size();
+            let prev = chunk.before(prev_size);
+            let next = chunk.after(size);
+            let next_header = next.header();
+            let next_size = if next_header & IN_USE == 0 {
+                next_header & SIZE_MASK
+            } else {
+                0
+            };
+            let total = prev_size + size + next_size;
+            if total < needed || prev.payload().as_ptr().addr() & (align - 1) != 0 {
+                return None;
+            }
+            self.index.remove(prev, prev_size);
+            if next_size != 0 {
+                self.index.remove(next, next_size);
+            }
+            core::ptr::copy(chunk.payload().as_ptr(), prev.payload().as_ptr(), keep);
+            // The span is now one unfiled run; the chunk after it sees it as free until occupied.
+            prev.after(total).set_prev_in_use(false);
+            self.counters.in_use -= size;
+            let taken = self.occupy_span(prev, PREV_IN_USE, None, total, needed);
+            self.counters.grow_in_use(taken);
+            Some(prev.payload())
+        }
     }
 
     /// The bytes the block at `ptr` can hold (at least what was asked for).
@@ -465,7 +575,7 @@ impl Heap {
             if header & IN_USE == 0 {
                 return Err(Misuse::DoubleFree { addr });
             }
-            let size = header & crate::chunk::SIZE_MASK;
+            let size = header & SIZE_MASK;
             let corrupt = Misuse::CorruptHeader { addr, header };
             if size < MIN_CHUNK || size > region.sentinel.addr() - chunk.addr() {
                 return Err(corrupt);

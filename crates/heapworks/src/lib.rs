@@ -3,15 +3,16 @@
 //! A `no_std` arena allocator: it manages heaps over memory regions it is handed.
 //!
 //! - **One word of overhead** per allocation, 16-byte granularity on 64-bit targets (8 on 32-bit).
-//! - **O(1) allocate and free**: free chunks are filed by size in bins with a two-level
+//! - **O(1) allocate and free**: free chunks are filed by size in bins with an
 //!   occupancy bitmap, and coalesced with both neighbours at once through boundary tags. A
 //!   request that the largest free chunk could serve never fails.
 //! - **In-place realloc**: shrinking splits off the tail; growing takes from a free neighbour.
 //! - **Any power-of-two alignment**; the padding in front of an aligned block goes back to the
 //!   free index.
 //! - **Several regions**, grown in place with [`Heap::extend`].
-//! - **Statistics** ([`Heap::stats`]) and a **heap checker** ([`Heap::check`]); feature `checked`
-//!   (on in debug builds) validates every pointer handed back.
+//! - **Statistics** ([`Heap::stats`]; the high-water mark and call counts with feature
+//!   `counters`) and a **heap checker** ([`Heap::check`]); feature `checked` (on in debug builds)
+//!   validates every pointer handed back.
 //!
 //! [`Heap`] is the unsynchronized engine. [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;

@@ -1,7 +1,11 @@
-//! Statistics: what the heap holds, kept as a few always-on counters.
+//! Statistics: what the heap holds.
+//!
+//! Bytes managed and in use are always kept (an add or subtract per call); free bytes and the
+//! largest block are derived on demand, never stored. The high-water mark and the call counts
+//! cost a compare and an increment per call, so they come with feature `counters`.
 //!
 //! Invariants: `in_use <= managed`; `peak_in_use >= in_use` at all times; the counters move only
-//! when a call succeeds. Free bytes and the largest block are derived on demand, never stored.
+//! when a call succeeds.
 
 use crate::chunk::WORD;
 use crate::Heap;
@@ -34,8 +38,16 @@ impl Counters {
     #[inline(always)]
     pub(crate) fn grow_in_use(&mut self, bytes: usize) {
         self.in_use += bytes;
-        if self.in_use > self.peak_in_use {
+        if cfg!(feature = "counters") && self.in_use > self.peak_in_use {
             self.peak_in_use = self.in_use;
+        }
+    }
+
+    /// Counts one call in `count` (with feature `counters`).
+    #[inline(always)]
+    pub(crate) fn count(count: &mut u64) {
+        if cfg!(feature = "counters") {
+            *count += 1;
         }
     }
 }
@@ -49,16 +61,21 @@ pub struct Stats {
     pub free: usize,
     /// The largest payload one request with alignment up to 16 B (8 B on 32-bit) can get now.
     pub largest_free: usize,
-    /// The most bytes ever in use at once.
-    pub peak_in_use: usize,
+    /// The most bytes ever in use at once (since [`Heap::reset_peak`]); feature `counters`.
+    pub peak_in_use: Option<usize>,
     /// Bytes the heap manages in all its regions (`in_use + free`).
     pub managed: usize,
-    /// Successful allocations.
-    pub allocations: u64,
-    /// Frees (including deallocations).
-    pub frees: u64,
-    /// Successful reallocations (in place or moved).
-    pub reallocs: u64,
+    /// Successful allocations; feature `counters`.
+    pub allocations: Option<u64>,
+    /// Frees (including deallocations); feature `counters`.
+    pub frees: Option<u64>,
+    /// Successful reallocations (in place or moved); feature `counters`.
+    pub reallocs: Option<u64>,
+}
+
+/// `value` when feature `counters` keeps it.
+fn counted<T>(value: T) -> Option<T> {
+    cfg!(feature = "counters").then_some(value)
 }
 
 impl Heap {
@@ -72,11 +89,11 @@ impl Heap {
             in_use: c.in_use,
             free: c.managed - c.in_use,
             largest_free: largest_chunk.map_or(0, |size| size - WORD),
-            peak_in_use: c.peak_in_use,
+            peak_in_use: counted(c.peak_in_use),
             managed: c.managed,
-            allocations: c.allocations,
-            frees: c.frees,
-            reallocs: c.reallocs,
+            allocations: counted(c.allocations),
+            frees: counted(c.frees),
+            reallocs: counted(c.reallocs),
         }
     }
 

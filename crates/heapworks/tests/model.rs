@@ -62,7 +62,8 @@ const SOAK_SEEDS: u64 = if cfg!(miri) { 1 } else { 6 };
 #[test]
 fn soak_small_sizes_near_exhaustion() {
     for seed in 0..SOAK_SEEDS {
-        let tally = soak(seed, SOAK_OPS, 512, 64 * 1024, 16);
+        let arena = if cfg!(miri) { 4 * 1024 } else { 64 * 1024 };
+        let tally = soak(seed, SOAK_OPS, 512, arena, 16);
         assert!(
             tally.failed_allocations > 0,
             "the arena never filled: {tally:?}"
