@@ -197,7 +197,7 @@ impl Config {
     pub fn at_scale(scale: Scale, seed: u64) -> Self {
         let (trials, duration_ms) = match scale {
             Scale::Tiny => (1, 5),
-            Scale::Default => (3, 40),
+            Scale::Default => (3, 80),
             Scale::Full => (7, 200),
         };
         Self {
