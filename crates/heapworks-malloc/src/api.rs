@@ -1,0 +1,371 @@
+//! The exported C functions: glibc's malloc family plus C23's `free_sized`.
+//!
+//! Invariants: every request is routed by size: up to `SMALL_MAX_REQUEST` bytes through the
+//! calling thread's cache, up to [`LARGE_MIN`] bytes to the central heap, above that to a page
+//! mapping of its own. Blocks tell their kind by the word before them (see [`crate::large`]).
+//! Failures return NULL with errno `ENOMEM` (impossible sizes, no memory) or `EINVAL` (bad
+//! alignment); `free` never changes errno. Alignment is at least 16 bytes.
+
+use core::alloc::Layout;
+use core::ffi::{c_int, c_void};
+use core::ptr::{null_mut, NonNull};
+
+use heapworks::GRANULE;
+
+use crate::central;
+use crate::large;
+use crate::os::{self, PAGE};
+use crate::size_class::{class_of_request, class_of_usable, MAX_CLASS, SMALL_MAX_REQUEST};
+use crate::stats::{bump, COUNTERS};
+use crate::tcache;
+
+/// The largest request that can succeed (glibc's limit too: `PTRDIFF_MAX`).
+const MAX_REQUEST: usize = isize::MAX as usize;
+/// Requests above this get a mapping of their own.
+pub(crate) const LARGE_MIN: usize = 256 << 10;
+/// A realloc that shrinks a block by less than this keeps it as it is.
+const SHRINK_SLACK: usize = 256;
+
+/// Allocates `size` bytes aligned to 16; `malloc(0)` returns a unique minimal block.
+///
+/// # Safety
+/// Always safe to call; unsafe only because it is the C ABI entry point.
+#[no_mangle]
+pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
+    if size <= SMALL_MAX_REQUEST {
+        // SAFETY: the class of a small request is a valid class.
+        if let Some(block) = unsafe { tcache::pop(class_of_request(size)) } {
+            return block.as_ptr().cast();
+        }
+    }
+    allocate_slow(size)
+}
+
+#[inline(never)]
+fn allocate_slow(size: usize) -> *mut c_void {
+    let block = if size <= SMALL_MAX_REQUEST {
+        tcache::pop_slow(class_of_request(size))
+    } else if size <= LARGE_MIN {
+        allocate_central(size, GRANULE)
+    } else if size <= MAX_REQUEST {
+        large::allocate(size, GRANULE).map(|large| large.ptr)
+    } else {
+        None
+    };
+    out_of_memory_if_none(block)
+}
+
+/// The block's pointer, or NULL with errno `ENOMEM`.
+fn out_of_memory_if_none(block: Option<NonNull<u8>>) -> *mut c_void {
+    match block {
+        Some(block) => block.as_ptr().cast(),
+        None => {
+            os::set_errno(libc::ENOMEM);
+            null_mut()
+        }
+    }
+}
+
+fn allocate_central(size: usize, align: usize) -> Option<NonNull<u8>> {
+    let layout = Layout::from_size_align(size, align).ok()?;
+    central::lock().allocate(layout)
+}
+
+/// Frees a block from any function of this family; NULL is ignored. Keeps errno.
+///
+/// # Safety
+/// `ptr` is NULL or a live block of this allocator, not used after this call.
+#[no_mangle]
+pub unsafe extern "C" fn free(ptr: *mut c_void) {
+    let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
+        return;
+    };
+    // SAFETY: `block` is live (the caller's promise), so it has a header word.
+    unsafe {
+        if large::is_large(block) {
+            return free_large(block);
+        }
+        let class = class_of_usable(central::usable_size(block));
+        if class <= MAX_CLASS {
+            if !tcache::push(block, class) {
+                tcache::push_slow(block, class);
+            }
+            return;
+        }
+        central::lock().free(block);
+    }
+}
+
+/// # Safety
+/// `block` is a live large block, not used after this call.
+#[inline(never)]
+unsafe fn free_large(block: NonNull<u8>) {
+    let saved = os::errno();
+    // SAFETY: forwarded from the caller.
+    unsafe { large::free(block) };
+    os::set_errno(saved);
+}
+
+/// C23's `free_sized`: frees `ptr` (the size is not needed).
+///
+/// # Safety
+/// As for [`free`].
+#[no_mangle]
+pub unsafe extern "C" fn free_sized(ptr: *mut c_void, _size: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { free(ptr) }
+}
+
+/// C23's `free_aligned_sized`: frees `ptr` (alignment and size are not needed).
+///
+/// # Safety
+/// As for [`free`].
+#[no_mangle]
+pub unsafe extern "C" fn free_aligned_sized(ptr: *mut c_void, _alignment: usize, _size: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { free(ptr) }
+}
+
+/// Allocates `count * size` zeroed bytes; an overflowing product fails with `ENOMEM`.
+///
+/// # Safety
+/// Always safe to call; unsafe only because it is the C ABI entry point.
+#[no_mangle]
+pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
+    let Some(total) = count.checked_mul(size).filter(|&total| total <= MAX_REQUEST) else {
+        os::set_errno(libc::ENOMEM);
+        return null_mut();
+    };
+    if total > LARGE_MIN {
+        let block = large::allocate(total, GRANULE);
+        if let Some(large) = &block {
+            if !large.zeroed {
+                // SAFETY: the block holds `total` bytes.
+                unsafe { large.ptr.write_bytes(0, total) };
+            }
+        }
+        return out_of_memory_if_none(block.map(|large| large.ptr));
+    }
+    // SAFETY: plain allocation.
+    let block = unsafe { malloc(total) };
+    if !block.is_null() {
+        // SAFETY: the block holds `total` bytes.
+        unsafe { block.cast::<u8>().write_bytes(0, total) };
+    }
+    block
+}
+
+/// Resizes a block, in place when it can: heap blocks grow into a free neighbour and shrink by
+/// splitting; large blocks move with `mremap`. `realloc(NULL, n)` is `malloc(n)`;
+/// `realloc(p, 0)` frees `p` and returns NULL (glibc's behaviour). On failure (NULL, `ENOMEM`)
+/// the block is untouched.
+///
+/// # Safety
+/// `ptr` is NULL or a live block of this allocator; on success it is not used again.
+#[no_mangle]
+pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+    let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
+        // SAFETY: plain allocation.
+        return unsafe { malloc(size) };
+    };
+    if size == 0 {
+        // SAFETY: the caller gives the block up.
+        unsafe { free(ptr) };
+        return null_mut();
+    }
+    if size > MAX_REQUEST {
+        os::set_errno(libc::ENOMEM);
+        return null_mut();
+    }
+    // SAFETY: `block` is live (the caller's promise).
+    unsafe {
+        if large::is_large(block) {
+            realloc_large(block, size)
+        } else {
+            realloc_heap_block(block, size)
+        }
+    }
+}
+
+/// # Safety
+/// `block` is a live central-heap block; `0 < size <= MAX_REQUEST`.
+unsafe fn realloc_heap_block(block: NonNull<u8>, size: usize) -> *mut c_void {
+    // SAFETY: `block` is live.
+    let usable = unsafe { central::usable_size(block) };
+    let keeps = size <= usable && usable - size < SHRINK_SLACK.max(usable / 2);
+    // SAFETY: `block` is live; resizing in place keeps it so.
+    if keeps || (size <= LARGE_MIN && unsafe { central::lock().resize_in_place(block, size) }) {
+        bump(&COUNTERS.realloc_in_place);
+        return block.as_ptr().cast();
+    }
+    // SAFETY: a shrink below the slack always succeeds in place above, so this grows.
+    unsafe { move_block(block, usable, size) }
+}
+
+/// # Safety
+/// `block` is a live large block; `0 < size <= MAX_REQUEST`.
+unsafe fn realloc_large(block: NonNull<u8>, size: usize) -> *mut c_void {
+    if size <= LARGE_MIN / 2 {
+        // SAFETY: `block` is live; small sizes move back to the heap.
+        return unsafe { move_block(block, large::usable_size(block), size) };
+    }
+    let saved = os::errno();
+    // SAFETY: `block` is live.
+    let resized = unsafe { large::realloc(block, size) };
+    if resized.is_some() {
+        os::set_errno(saved);
+        bump(&COUNTERS.realloc_in_place);
+    }
+    out_of_memory_if_none(resized)
+}
+
+/// Moves a block's first `min(usable, size)` bytes to a new block of `size` bytes.
+///
+/// # Safety
+/// `block` is a live block holding `usable` bytes.
+unsafe fn move_block(block: NonNull<u8>, usable: usize, size: usize) -> *mut c_void {
+    // SAFETY: plain allocation.
+    let moved = unsafe { malloc(size) };
+    if !moved.is_null() {
+        // SAFETY: both blocks are live, distinct, and hold the bytes copied; the old one is
+        // then given up.
+        unsafe {
+            core::ptr::copy_nonoverlapping(block.as_ptr(), moved.cast(), usable.min(size));
+            free(block.as_ptr().cast());
+        }
+        bump(&COUNTERS.realloc_moved);
+    }
+    moved
+}
+
+/// `realloc(ptr, count * size)`, failing with `ENOMEM` when the product overflows.
+///
+/// # Safety
+/// As for [`realloc`].
+#[no_mangle]
+pub unsafe extern "C" fn reallocarray(ptr: *mut c_void, count: usize, size: usize) -> *mut c_void {
+    match count.checked_mul(size) {
+        // SAFETY: forwarded from the caller.
+        Some(total) => unsafe { realloc(ptr, total) },
+        None => {
+            os::set_errno(libc::ENOMEM);
+            null_mut()
+        }
+    }
+}
+
+/// Allocates `size` bytes aligned to `align` (a power of two).
+fn allocate_aligned(align: usize, size: usize) -> *mut c_void {
+    if align <= GRANULE {
+        // SAFETY: plain allocation.
+        return unsafe { malloc(size) };
+    }
+    let block = if size > MAX_REQUEST - align {
+        None
+    } else if size > LARGE_MIN || align > PAGE {
+        large::allocate(size, align).map(|large| large.ptr)
+    } else {
+        bump(&COUNTERS.central_direct);
+        allocate_central(size, align)
+    };
+    out_of_memory_if_none(block)
+}
+
+/// POSIX: stores a block of `size` bytes aligned to `align` in `*memptr` and returns 0; returns
+/// `EINVAL` unless `align` is a power of two and a multiple of `sizeof(void *)`, `ENOMEM` when
+/// out of memory (leaving `*memptr` and errno alone).
+///
+/// # Safety
+/// `memptr` is valid for a pointer write.
+#[no_mangle]
+pub unsafe extern "C" fn posix_memalign(
+    memptr: *mut *mut c_void,
+    align: usize,
+    size: usize,
+) -> c_int {
+    if !align.is_power_of_two() || align % core::mem::size_of::<*mut c_void>() != 0 {
+        return libc::EINVAL;
+    }
+    let saved = os::errno();
+    let block = allocate_aligned(align, size);
+    if block.is_null() {
+        os::set_errno(saved);
+        return libc::ENOMEM;
+    }
+    // SAFETY: the caller's promise.
+    unsafe { memptr.write(block) };
+    0
+}
+
+/// C17: a block of `size` bytes aligned to `align`; NULL with `EINVAL` unless `align` is a power
+/// of two (as glibc 2.38 and later; 2.36 rounded it up).
+///
+/// # Safety
+/// Always safe to call; unsafe only because it is the C ABI entry point.
+#[no_mangle]
+pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+    if !align.is_power_of_two() {
+        os::set_errno(libc::EINVAL);
+        return null_mut();
+    }
+    allocate_aligned(align, size)
+}
+
+/// glibc's `memalign`: alignments up to 16 are plain `malloc`; others that are not a power of
+/// two round up to the next one; one above `SIZE_MAX / 2 + 1` fails with `EINVAL`.
+///
+/// # Safety
+/// Always safe to call; unsafe only because it is the C ABI entry point.
+#[no_mangle]
+pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
+    match align.checked_next_power_of_two() {
+        Some(align) => allocate_aligned(align, size),
+        None => {
+            os::set_errno(libc::EINVAL);
+            null_mut()
+        }
+    }
+}
+
+/// A page-aligned block of `size` bytes.
+///
+/// # Safety
+/// Always safe to call; unsafe only because it is the C ABI entry point.
+#[no_mangle]
+pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
+    allocate_aligned(PAGE, size)
+}
+
+/// A page-aligned block of `size` bytes rounded up to whole pages (overflow: `ENOMEM`).
+///
+/// # Safety
+/// Always safe to call; unsafe only because it is the C ABI entry point.
+#[no_mangle]
+pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
+    match os::round_to_pages(size) {
+        Some(rounded) => allocate_aligned(PAGE, rounded),
+        None => {
+            os::set_errno(libc::ENOMEM);
+            null_mut()
+        }
+    }
+}
+
+/// The bytes the block can hold (at least what was asked for); 0 for NULL.
+///
+/// # Safety
+/// `ptr` is NULL or a live block of this allocator.
+#[no_mangle]
+pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
+    let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
+        return 0;
+    };
+    // SAFETY: `block` is live (the caller's promise).
+    unsafe {
+        if large::is_large(block) {
+            large::usable_size(block)
+        } else {
+            central::usable_size(block)
+        }
+    }
+}

@@ -1,0 +1,203 @@
+//! The central heap: one `heapworks::Heap` behind a spin lock, grown by mmap'd segments.
+//!
+//! Invariants: the heap's regions are reservations of address space (`PROT_NONE`, never `brk`),
+//! each claimed by the heap for its committed prefix only; committing more of the newest
+//! reservation extends its region in place, and a request that does not fit starts a new one.
+//! Every block the heap hands out stays allocated in the heap's eyes while a thread cache holds
+//! it, so a cached block's header is always valid. The lock is never held while calling
+//! anything that could allocate.
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+
+use heapworks::{Heap, Stats};
+
+use crate::lock::{SpinGuard, SpinLock};
+use crate::os;
+use crate::stats::{add, bump, COUNTERS};
+
+/// Address space reserved at a time; pages cost nothing until committed and touched.
+const RESERVATION: usize = 1 << 30;
+/// The least committed at a time.
+const MIN_COMMIT: usize = 2 << 20;
+/// Room for the core's region record, end sentinel, alignment padding and a block header.
+const REGION_OVERHEAD: usize = 256;
+
+/// The newest reservation: `[base, base + reserved)`, of which the first `committed` bytes are
+/// readable, writable and claimed by the heap.
+struct Reservation {
+    base: NonNull<u8>,
+    committed: usize,
+    reserved: usize,
+}
+
+/// The heap and the reservation it grows into.
+pub(crate) struct Central {
+    heap: Heap,
+    newest: Option<Reservation>,
+    committed_total: usize,
+}
+
+// SAFETY: the reservation pointer names memory owned by the heap, which is `Send`; nothing is
+// tied to a thread.
+unsafe impl Send for Central {}
+
+/// The process's central heap.
+static CENTRAL: SpinLock<Central> = SpinLock::new(Central {
+    heap: Heap::new(),
+    newest: None,
+    committed_total: 0,
+});
+
+/// Locks the central heap.
+#[inline]
+pub(crate) fn lock() -> SpinGuard<'static, Central> {
+    CENTRAL.lock()
+}
+
+/// The central heap's statistics.
+pub(crate) fn stats() -> Stats {
+    lock().heap.stats()
+}
+
+/// Holds the central lock across `fork` (prepare handler).
+pub(crate) fn lock_for_fork() {
+    CENTRAL.lock_for_fork();
+}
+
+/// Releases the central lock after `fork` (parent and child handlers).
+///
+/// # Safety
+/// Called only by the fork handlers, after [`lock_for_fork`].
+pub(crate) unsafe fn unlock_after_fork() {
+    // SAFETY: forwarded from the caller.
+    unsafe { CENTRAL.force_unlock() };
+}
+
+impl Central {
+    /// Allocates a block for `layout`, committing more memory when the heap is full.
+    pub(crate) fn allocate(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+        if let Ok(block) = self.heap.allocate(layout) {
+            return Some(block);
+        }
+        self.grow_for(layout)?;
+        self.heap.allocate(layout).ok()
+    }
+
+    /// Frees a block of this heap.
+    ///
+    /// # Safety
+    /// `block` is a live block of the central heap, not used after this call.
+    #[inline]
+    pub(crate) unsafe fn free(&mut self, block: NonNull<u8>) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.heap.free(block) }
+    }
+
+    /// Resizes a block in place to hold `new_size` bytes. Returns whether it could.
+    ///
+    /// # Safety
+    /// `block` is a live block of the central heap.
+    pub(crate) unsafe fn resize_in_place(&mut self, block: NonNull<u8>, new_size: usize) -> bool {
+        // SAFETY: `block` is live (the caller's promise), and its usable size is the layout the
+        // core needs to copy and check; a shrink never moves, a grow is asked in place only.
+        unsafe {
+            let usable = self.heap.usable_size(block);
+            if new_size > usable {
+                return self.heap.try_grow_in_place(block, new_size).is_ok();
+            }
+            let Ok(old) = Layout::from_size_align(usable, heapworks::GRANULE) else {
+                return false;
+            };
+            self.heap.realloc(block, old, new_size) == Ok(block)
+        }
+    }
+
+    /// Commits (and if needed reserves) enough memory for `layout`.
+    fn grow_for(&mut self, layout: Layout) -> Option<()> {
+        let needed = layout
+            .size()
+            .checked_add(layout.align())?
+            .checked_add(REGION_OVERHEAD)?;
+        let step = os::round_to_pages(needed.max(MIN_COMMIT).max(self.committed_total / 8))?;
+        if self.commit_in_newest(step) {
+            return Some(());
+        }
+        self.start_reservation(step)
+    }
+
+    /// Commits `step` more bytes of the newest reservation and extends its region.
+    fn commit_in_newest(&mut self, step: usize) -> bool {
+        let Some(newest) = self.newest.as_mut() else {
+            return false;
+        };
+        if newest.reserved - newest.committed < step {
+            return false;
+        }
+        // SAFETY: the range lies inside the reservation, past its committed prefix.
+        let start = unsafe { newest.base.add(newest.committed) };
+        // SAFETY: the reservation is ours and the range is not yet in use.
+        if !unsafe { os::commit(start, step) } {
+            return false;
+        }
+        let new_size = newest.committed + step;
+        // SAFETY: `[base, base + new_size)` is committed, owned by the heap alone, and `base` is
+        // the pointer the region was claimed with.
+        if unsafe { self.heap.extend(newest.base.as_ptr(), new_size) }.is_err() {
+            return false;
+        }
+        newest.committed = new_size;
+        self.note_committed(step);
+        true
+    }
+
+    /// Reserves a new range of address space and claims its first `step` bytes.
+    fn start_reservation(&mut self, step: usize) -> Option<()> {
+        let reserved = step.max(RESERVATION);
+        let base = os::reserve(reserved)?;
+        // SAFETY: `base` starts a fresh reservation of `reserved >= step` bytes.
+        let claimed = unsafe { os::commit(base, step) }
+            // SAFETY: the committed range is ours alone; the mapping's pointer covers it.
+            && unsafe { self.heap.claim(base.as_ptr(), step) }.is_ok();
+        if !claimed {
+            // SAFETY: the reservation was just made and nothing uses it.
+            unsafe { os::unmap(base, reserved) };
+            return None;
+        }
+        self.newest = Some(Reservation {
+            base,
+            committed: step,
+            reserved,
+        });
+        bump(&COUNTERS.reservations);
+        self.note_committed(step);
+        Some(())
+    }
+
+    fn note_committed(&mut self, bytes: usize) {
+        self.committed_total += bytes;
+        add(&COUNTERS.segment_bytes, bytes);
+    }
+}
+
+/// An empty heap that is never changed, through which a block's usable size is read without
+/// taking the lock (see `usable_size`).
+struct SizeProbe(Heap);
+
+// SAFETY: the probe is never mutated, and the only method called on it (`usable_size`) reads
+// the block's own header, not the heap.
+unsafe impl Sync for SizeProbe {}
+
+static SIZE_PROBE: SizeProbe = SizeProbe(Heap::new());
+
+/// The usable size of a live central-heap block, read from its header without the lock.
+///
+/// # Safety
+/// `block` is a live block of the central heap (allocated, possibly sitting in a thread cache).
+#[inline(always)]
+pub(crate) unsafe fn usable_size(block: NonNull<u8>) -> usize {
+    // SAFETY: `Heap::usable_size` reads only the header word before `block`, which is valid for
+    // a live block of any heap; the core has no associated function for this yet (a requested
+    // change), so the call goes through a heap that never changes.
+    unsafe { SIZE_PROBE.0.usable_size(block) }
+}

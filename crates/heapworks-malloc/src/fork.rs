@@ -1,0 +1,29 @@
+//! Fork safety: every lock is held across `fork`, so the child never inherits one mid-update.
+//!
+//! Invariants: the prepare handler takes the large-cache lock, then the central lock (no other
+//! code ever holds both, so the order cannot deadlock); the parent and child handlers release
+//! them. In the child only the forking thread exists: its cache stays valid, and the caches of
+//! the other threads are simply never used again (their blocks stay allocated in the central
+//! heap: a bounded leak, at most the other threads' cache budgets).
+
+/// Registers the handlers (from the library constructor; `pthread_atfork` itself may allocate,
+/// which is fine there).
+pub(crate) fn register() {
+    // SAFETY: the handlers are `extern "C"` functions that live as long as the process.
+    unsafe {
+        libc::pthread_atfork(Some(prepare), Some(release), Some(release));
+    }
+}
+
+extern "C" fn prepare() {
+    crate::large::lock_for_fork();
+    crate::central::lock_for_fork();
+}
+
+extern "C" fn release() {
+    // SAFETY: `prepare` took both locks in this thread and no guard exists for them.
+    unsafe {
+        crate::central::unlock_after_fork();
+        crate::large::unlock_after_fork();
+    }
+}

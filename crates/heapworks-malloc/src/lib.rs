@@ -1,0 +1,84 @@
+//! # heapworks-malloc
+//!
+//! A drop-in C `malloc` over the [`heapworks`] engine: build `libheapworks_malloc.so` and run a
+//! program with `LD_PRELOAD=.../libheapworks_malloc.so`, or link the `.so` or the static
+//! `libheapworks_malloc.a`. `include/heapworks.h` declares the exports: `malloc`, `free`,
+//! `calloc`, `realloc`, `reallocarray`, `posix_memalign`, `aligned_alloc`, `memalign`,
+//! `valloc`, `pvalloc`, `malloc_usable_size`, `free_sized` and `free_aligned_sized`. C++
+//! `operator new`/`delete` are not exported: libstdc++'s call `malloc`/`free`, which resolve to
+//! these (the test suite checks it with a C++ program).
+//!
+//! ## Design (one module per idea)
+//!
+//! | module | idea |
+//! |---|---|
+//! | [`size_class`] | 63 classes one 16 B granule apart, up to 1 KiB blocks; a block's header names its class |
+//! | [`tcache`] | per-thread lists of free small blocks in initial-exec TLS; no lock, no atomic on the fast paths |
+//! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`) |
+//! | [`large`] | blocks over 256 KiB: whole-page mappings, size in a tagged header word, `mremap` realloc, bounded reuse cache |
+//! | [`api`] | the exported C functions: routing by size, errno, glibc's edge cases |
+//! | [`os`] | mmap, mprotect, mremap, munmap, errno, write(2): nothing that allocates |
+//! | [`lock`] | the spin lock with backoff (never libc's locks) |
+//! | [`fork`] | `pthread_atfork` handlers holding every lock across `fork` |
+//! | [`config`] | environment settings (`HEAPWORKS_STATS`, `HEAPWORKS_LARGE_CACHE_MIB`, `HEAPWORKS_TCACHE_KIB`) |
+//! | [`stats`] | slow-path counters, printed at exit with `HEAPWORKS_STATS=1` |
+//!
+//! `malloc(n)` for `n <= 1016` pops the head of the calling thread's list for `n`'s class;
+//! `free(p)` reads the word before `p`: if it carries `heapworks::EMBEDDER_TAG` the block is a
+//! large mapping, otherwise it is the core's header, whose size gives the class, and the block
+//! is pushed on the calling thread's list (whichever thread allocated it). Full lists grow
+//! within a per-thread budget or send half back to the central heap; empty lists take a batch.
+//! A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) and aligned
+//! ones go to the central heap under its lock; `realloc` grows heap blocks into a free
+//! neighbour in place and shrinks them by splitting.
+//!
+//! Memory goes back to the OS lazily and bounded: freed large mappings wait in a cache of at
+//! most 64 MiB (configurable) and the oldest are unmapped beyond it. Free memory inside the
+//! central heap's segments is kept (the core has no API yet to name free page spans).
+//!
+//! Only x86-64 Linux with glibc is supported (the TLS access is written in assembly).
+#![deny(unsafe_op_in_unsafe_fn)]
+#![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
+compile_error!("heapworks-malloc supports x86-64 Linux only");
+
+pub mod api;
+mod central;
+mod config;
+mod fork;
+mod large;
+mod lock;
+mod os;
+mod size_class;
+mod stats;
+mod tcache;
+
+pub use api::{
+    aligned_alloc, calloc, free, free_aligned_sized, free_sized, malloc, malloc_usable_size,
+    memalign, posix_memalign, pvalloc, realloc, reallocarray, valloc,
+};
+
+/// Runs when the library is loaded: reads the environment, creates the thread-exit key early
+/// (so it gets a low number, whose value glibc stores without allocating) and registers the
+/// fork handlers.
+extern "C" fn on_load() {
+    config::load();
+    tcache::exit_key();
+    fork::register();
+}
+
+/// Runs at exit: prints the statistics if asked to.
+extern "C" fn on_exit() {
+    if config::stats_at_exit() {
+        stats::print_report();
+    }
+}
+
+#[used]
+#[link_section = ".init_array"]
+static ON_LOAD: extern "C" fn() = on_load;
+
+#[used]
+#[link_section = ".fini_array"]
+static ON_EXIT: extern "C" fn() = on_exit;

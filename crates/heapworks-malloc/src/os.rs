@@ -1,0 +1,101 @@
+//! The operating-system interface: page mappings, errno, and raw writes to stderr.
+//!
+//! Invariants: nothing here allocates, takes a libc lock or calls back into malloc; each
+//! function is one system call through libc's thin wrapper (which at most sets errno). Lengths
+//! handed to the kernel are whole pages; mappings are private and anonymous, never `brk`.
+
+use core::ptr::NonNull;
+
+/// The page size on x86-64 Linux (the only target this crate's TLS and mappings support).
+pub(crate) const PAGE: usize = 4096;
+
+/// Rounds `bytes` up to whole pages, or `None` on overflow.
+pub(crate) const fn round_to_pages(bytes: usize) -> Option<usize> {
+    match bytes.checked_add(PAGE - 1) {
+        Some(sum) => Some(sum & !(PAGE - 1)),
+        None => None,
+    }
+}
+
+fn mapping(len: usize, protection: libc::c_int) -> Option<NonNull<u8>> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
+    // SAFETY: a fresh anonymous mapping at an address of the kernel's choosing touches no
+    // existing memory.
+    let addr = unsafe { libc::mmap(core::ptr::null_mut(), len, protection, flags, -1, 0) };
+    if addr == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(addr.cast())
+    }
+}
+
+/// Maps `len` bytes (whole pages) of zeroed, readable and writable memory.
+pub(crate) fn map(len: usize) -> Option<NonNull<u8>> {
+    mapping(len, libc::PROT_READ | libc::PROT_WRITE)
+}
+
+/// Reserves `len` bytes (whole pages) of address space that cannot be touched until committed.
+pub(crate) fn reserve(len: usize) -> Option<NonNull<u8>> {
+    mapping(len, libc::PROT_NONE)
+}
+
+/// Makes `[addr, addr + len)` of a reservation readable and writable. Returns whether it could.
+///
+/// # Safety
+/// The range lies in a reservation made by [`reserve`] and owned by the caller.
+pub(crate) unsafe fn commit(addr: NonNull<u8>, len: usize) -> bool {
+    let protection = libc::PROT_READ | libc::PROT_WRITE;
+    // SAFETY: the caller owns the range, which nothing references yet.
+    unsafe { libc::mprotect(addr.as_ptr().cast(), len, protection) == 0 }
+}
+
+/// Unmaps `[addr, addr + len)`.
+///
+/// # Safety
+/// The range is a mapping (or part of one) owned by the caller, not used after this call.
+pub(crate) unsafe fn unmap(addr: NonNull<u8>, len: usize) {
+    // SAFETY: forwarded from the caller. A failure (impossible for a range we mapped) would
+    // only leak the range.
+    unsafe { libc::munmap(addr.as_ptr().cast(), len) };
+}
+
+/// Resizes the mapping `[addr, addr + old_len)` to `new_len` bytes, moving it if it must.
+/// Returns the new base, or `None` (the mapping unchanged) when the kernel refuses.
+///
+/// # Safety
+/// The range is a whole mapping owned by the caller; on success the old range is gone.
+pub(crate) unsafe fn remap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> Option<NonNull<u8>> {
+    // SAFETY: forwarded from the caller; MREMAP_MAYMOVE never clobbers other mappings.
+    let moved = unsafe {
+        libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE)
+    };
+    if moved == libc::MAP_FAILED {
+        None
+    } else {
+        NonNull::new(moved.cast())
+    }
+}
+
+/// The calling thread's errno.
+pub(crate) fn errno() -> libc::c_int {
+    // SAFETY: `__errno_location` returns the calling thread's errno slot, valid for reads.
+    unsafe { *libc::__errno_location() }
+}
+
+/// Sets the calling thread's errno.
+pub(crate) fn set_errno(value: libc::c_int) {
+    // SAFETY: `__errno_location` returns the calling thread's errno slot, valid for writes.
+    unsafe { *libc::__errno_location() = value };
+}
+
+/// Writes `bytes` to standard error with `write(2)`, retrying short writes.
+pub(crate) fn write_stderr(mut bytes: &[u8]) {
+    while !bytes.is_empty() {
+        // SAFETY: `bytes` is valid for reads of its length.
+        let written = unsafe { libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len()) };
+        if written <= 0 {
+            return;
+        }
+        bytes = &bytes[written as usize..];
+    }
+}

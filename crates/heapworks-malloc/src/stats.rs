@@ -1,0 +1,135 @@
+//! Statistics: event counters kept on the slow paths, printed at exit with `HEAPWORKS_STATS=1`.
+//!
+//! Invariants: counters only grow (relaxed atomics; a snapshot need not be consistent across
+//! counters); the fast paths count nothing, so they cost nothing. The report is formatted into a
+//! fixed stack buffer and written with `write(2)`: no stdio, no allocation.
+
+use core::fmt::{self, Write};
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+/// One counter per kind of slow-path event.
+pub(crate) struct Counters {
+    /// Thread caches refilled from the central heap.
+    pub(crate) refills: AtomicUsize,
+    /// Thread caches that sent blocks back to the central heap on overflow.
+    pub(crate) flushes: AtomicUsize,
+    /// Thread caches set up.
+    pub(crate) caches_started: AtomicUsize,
+    /// Thread caches emptied at thread exit.
+    pub(crate) caches_retired: AtomicUsize,
+    /// Requests served by the central heap directly (medium sizes, alignment, dead threads).
+    pub(crate) central_direct: AtomicUsize,
+    /// Bytes committed to the central heap.
+    pub(crate) segment_bytes: AtomicUsize,
+    /// Address-space reservations made for the central heap.
+    pub(crate) reservations: AtomicUsize,
+    /// Large blocks handed out.
+    pub(crate) large_allocations: AtomicUsize,
+    /// Large blocks served from the cache of freed ones.
+    pub(crate) large_reused: AtomicUsize,
+    /// Large blocks resized with `mremap`.
+    pub(crate) large_remaps: AtomicUsize,
+    /// Large mappings returned to the OS.
+    pub(crate) large_unmaps: AtomicUsize,
+    /// Reallocations that stayed in place.
+    pub(crate) realloc_in_place: AtomicUsize,
+    /// Reallocations that moved the block.
+    pub(crate) realloc_moved: AtomicUsize,
+}
+
+/// The process's counters.
+pub(crate) static COUNTERS: Counters = Counters {
+    refills: AtomicUsize::new(0),
+    flushes: AtomicUsize::new(0),
+    caches_started: AtomicUsize::new(0),
+    caches_retired: AtomicUsize::new(0),
+    central_direct: AtomicUsize::new(0),
+    segment_bytes: AtomicUsize::new(0),
+    reservations: AtomicUsize::new(0),
+    large_allocations: AtomicUsize::new(0),
+    large_reused: AtomicUsize::new(0),
+    large_remaps: AtomicUsize::new(0),
+    large_unmaps: AtomicUsize::new(0),
+    realloc_in_place: AtomicUsize::new(0),
+    realloc_moved: AtomicUsize::new(0),
+};
+
+/// Adds one to `counter`.
+#[inline]
+pub(crate) fn bump(counter: &AtomicUsize) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Adds `amount` to `counter`.
+#[inline]
+pub(crate) fn add(counter: &AtomicUsize, amount: usize) {
+    counter.fetch_add(amount, Ordering::Relaxed);
+}
+
+/// A fixed buffer that `write!` fills, dropping what does not fit.
+struct StackText {
+    bytes: [u8; 2048],
+    len: usize,
+}
+
+impl Write for StackText {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let room = self.bytes.len() - self.len;
+        let taken = text.len().min(room);
+        self.bytes[self.len..self.len + taken].copy_from_slice(&text.as_bytes()[..taken]);
+        self.len += taken;
+        Ok(())
+    }
+}
+
+/// Writes the report to stderr.
+pub(crate) fn print_report() {
+    let mut text = StackText {
+        bytes: [0; 2048],
+        len: 0,
+    };
+    // Writing into a StackText never fails.
+    let _ = write_report(&mut text);
+    crate::os::write_stderr(&text.bytes[..text.len]);
+}
+
+fn write_report(out: &mut StackText) -> fmt::Result {
+    let heap = crate::central::stats();
+    let c = &COUNTERS;
+    let get = |counter: &AtomicUsize| counter.load(Ordering::Relaxed);
+    writeln!(out, "heapworks-malloc statistics (pid {})", std::process::id())?;
+    writeln!(
+        out,
+        "  central heap: {} B in use (cached blocks included), {} B free, {} B managed",
+        heap.in_use, heap.free, heap.managed
+    )?;
+    writeln!(
+        out,
+        "  segments: {} B committed in {} reservations (mmap, no brk)",
+        get(&c.segment_bytes),
+        get(&c.reservations)
+    )?;
+    writeln!(
+        out,
+        "  thread caches: {} started, {} retired, {} refills, {} flushes; {} direct central requests",
+        get(&c.caches_started),
+        get(&c.caches_retired),
+        get(&c.refills),
+        get(&c.flushes),
+        get(&c.central_direct)
+    )?;
+    writeln!(
+        out,
+        "  large blocks: {} allocated ({} reused), {} mremaps, {} unmaps",
+        get(&c.large_allocations),
+        get(&c.large_reused),
+        get(&c.large_remaps),
+        get(&c.large_unmaps)
+    )?;
+    writeln!(
+        out,
+        "  realloc: {} in place, {} moved",
+        get(&c.realloc_in_place),
+        get(&c.realloc_moved)
+    )
+}

@@ -1,0 +1,385 @@
+//! Thread caches: per-thread lists of free small blocks in initial-exec TLS.
+//!
+//! Each thread owns one [`ThreadCache`] in static TLS: for every size class a singly linked
+//! list of blocks (the link is the block's first word), the room left on it, and its limit.
+//! `malloc` pops and `free` pushes without a lock or an atomic; an empty list is refilled with a
+//! batch from the central heap under its lock, and a full one either grows its limit (within the
+//! thread's byte budget, `HEAPWORKS_TCACHE_KIB`) or sends half its blocks back. A block freed by
+//! another thread simply joins the freeing thread's cache: every cached block is allocated in
+//! the central heap's eyes, so any thread can hand it back.
+//!
+//! Invariants:
+//! - For every class `c`: `room + length of the list == limit`, and every block on the list
+//!   holds `request_of_class(c)` bytes.
+//! - The cache starts zeroed (`Uninit`: every list empty, every room 0), so both fast paths fall
+//!   into the slow path, which sets it up; `Dead` (after the thread's exit destructor) keeps
+//!   every list empty and every room 0 for good, and the slow paths then use the central heap
+//!   directly.
+//! - `limit * block size` summed over the classes never exceeds the thread's budget.
+//!
+//! The TLS variable is defined in assembly (`.tbss`) and reached through a `GOTTPOFF`
+//! relocation, which is the initial-exec model on stable Rust: two instructions, never
+//! `__tls_get_addr`, never an allocation. A thread-exit destructor is registered with a
+//! `pthread_key_t` created without allocating.
+
+use core::alloc::Layout;
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::central::{self, Central};
+use crate::size_class::{request_of_class, CLASS_SLOTS, MAX_CLASS, MIN_CLASS};
+use crate::stats::{bump, COUNTERS};
+use crate::config;
+
+/// Blocks a list may hold at first, by bytes (at least 2, at most 32 blocks).
+const INITIAL_LIST_BYTES: usize = 2048;
+/// Blocks a list may grow to hold, by bytes (at most `MAX_LIST_BLOCKS` blocks).
+const MAX_LIST_BYTES: usize = 128 << 10;
+const MAX_LIST_BLOCKS: u32 = 1024;
+/// Blocks fetched from the central heap at most per refill.
+const MAX_REFILL: u32 = 64;
+
+/// One class's list.
+#[repr(C)]
+struct Bin {
+    head: *mut u8,
+    room: u32,
+    limit: u32,
+}
+
+/// Where a thread's cache is in its life.
+#[repr(usize)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    // Never written: the zeroed TLS block is this state.
+    #[allow(dead_code)]
+    Uninit = 0,
+    Live = 1,
+    Dead = 2,
+}
+
+/// A thread's cache. Lives in TLS; all zeroes is the `Uninit` state.
+#[repr(C)]
+pub(crate) struct ThreadCache {
+    bins: [Bin; CLASS_SLOTS],
+    /// Bytes of budget not yet promised to any list's limit.
+    budget_left: usize,
+    state: State,
+}
+
+core::arch::global_asm!(
+    ".pushsection .tbss,\"awT\",@nobits",
+    ".p2align 6",
+    ".globl heapworks_malloc_thread_cache",
+    ".hidden heapworks_malloc_thread_cache",
+    ".type heapworks_malloc_thread_cache,@object",
+    ".size heapworks_malloc_thread_cache, {size}",
+    "heapworks_malloc_thread_cache:",
+    ".zero {size}",
+    ".popsection",
+    size = const core::mem::size_of::<ThreadCache>(),
+);
+
+/// The calling thread's cache.
+#[inline(always)]
+fn current() -> *mut ThreadCache {
+    let cache: *mut ThreadCache;
+    // SAFETY: `fs:0` holds the thread pointer and the GOT slot the offset of our TLS block from
+    // it (initial-exec, set by the dynamic linker before any code of ours runs). Neither value
+    // changes during the thread's life, which is what `pure, nomem` promises.
+    unsafe {
+        core::arch::asm!(
+            "mov {cache}, qword ptr fs:[0]",
+            "add {cache}, qword ptr [rip + heapworks_malloc_thread_cache@GOTTPOFF]",
+            cache = out(reg) cache,
+            options(pure, nomem, nostack),
+        );
+    }
+    cache
+}
+
+/// The list of `class` in the calling thread's cache.
+///
+/// # Safety
+/// `class <= MAX_CLASS`.
+#[inline(always)]
+unsafe fn bin(class: usize) -> *mut Bin {
+    // SAFETY: `class` indexes `bins` (the caller's promise); the cache is this thread's.
+    unsafe { (&raw mut (*current()).bins).cast::<Bin>().add(class) }
+}
+
+/// Pops a block of `class` from the calling thread's cache (the fast path of `malloc`).
+///
+/// # Safety
+/// `MIN_CLASS <= class <= MAX_CLASS`.
+#[inline(always)]
+pub(crate) unsafe fn pop(class: usize) -> Option<NonNull<u8>> {
+    // SAFETY: the list belongs to this thread; its blocks are free-listed, so their first word
+    // is the link.
+    unsafe {
+        let bin = bin(class);
+        let block = NonNull::new((*bin).head)?;
+        (*bin).head = block.cast::<*mut u8>().read();
+        (*bin).room += 1;
+        Some(block)
+    }
+}
+
+/// Pushes `block` on the calling thread's cache unless its list is full (the fast path of
+/// `free`). Returns whether it did.
+///
+/// # Safety
+/// `MIN_CLASS <= class <= MAX_CLASS`, and `block` is a live central-heap block of class `class`
+/// that the caller gives up.
+#[inline(always)]
+pub(crate) unsafe fn push(block: NonNull<u8>, class: usize) -> bool {
+    // SAFETY: the list belongs to this thread; the block is ours to link.
+    unsafe {
+        let bin = bin(class);
+        let Some(room) = (*bin).room.checked_sub(1) else {
+            return false;
+        };
+        (*bin).room = room;
+        block.cast::<*mut u8>().write((*bin).head);
+        (*bin).head = block.as_ptr();
+        true
+    }
+}
+
+/// `malloc`'s slow path for a small request: sets up the cache or refills the list, then pops.
+pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
+    // SAFETY: the cache is this thread's; `class` is a valid class (callers map requests).
+    unsafe {
+        let cache = current();
+        match (*cache).state {
+            State::Uninit => start(cache),
+            State::Dead => return allocate_direct(class),
+            State::Live => {}
+        }
+        refill(bin(class), class)?;
+        pop(class)
+    }
+}
+
+/// `free`'s slow path for a small block: sets up the cache or makes room on the list, then
+/// pushes.
+///
+/// # Safety
+/// As for [`push`].
+pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
+    // SAFETY: the cache is this thread's; the block is the caller's to give up.
+    unsafe {
+        let cache = current();
+        match (*cache).state {
+            State::Uninit => start(cache),
+            State::Dead => return central::lock().free(block),
+            State::Live => make_room(cache, class),
+        }
+        if !push(block, class) {
+            central::lock().free(block);
+        }
+    }
+}
+
+/// Serves a small request straight from the central heap (for a thread past its exit).
+fn allocate_direct(class: usize) -> Option<NonNull<u8>> {
+    bump(&COUNTERS.central_direct);
+    central::lock().allocate(layout_of_class(class))
+}
+
+fn layout_of_class(class: usize) -> Layout {
+    // The size is at most SMALL_MAX_REQUEST and the alignment the granule: always valid.
+    Layout::from_size_align(request_of_class(class), heapworks::GRANULE)
+        .unwrap_or(Layout::new::<u128>())
+}
+
+/// Sets up an `Uninit` cache: limits, budget, and the exit destructor.
+///
+/// # Safety
+/// `cache` is the calling thread's cache, in the `Uninit` state.
+unsafe fn start(cache: *mut ThreadCache) {
+    // SAFETY: the cache is this thread's.
+    unsafe {
+        let mut budget = config::thread_cache_bytes();
+        for class in MIN_CLASS..=MAX_CLASS {
+            let limit = initial_limit(class);
+            let bin = bin(class);
+            (*bin).limit = limit;
+            (*bin).room = limit;
+            budget = budget.saturating_sub(list_bytes(class, limit));
+        }
+        (*cache).budget_left = budget;
+        // Live before the key is set: setting it may allocate (for high key numbers), which
+        // must find the cache ready.
+        (*cache).state = State::Live;
+    }
+    register_exit_destructor();
+    bump(&COUNTERS.caches_started);
+}
+
+fn initial_limit(class: usize) -> u32 {
+    (INITIAL_LIST_BYTES / block_bytes(class)).clamp(2, 32) as u32
+}
+
+fn max_limit(class: usize) -> u32 {
+    ((MAX_LIST_BYTES / block_bytes(class)) as u32).min(MAX_LIST_BLOCKS)
+}
+
+fn block_bytes(class: usize) -> usize {
+    class * heapworks::GRANULE
+}
+
+fn list_bytes(class: usize, blocks: u32) -> usize {
+    block_bytes(class) * blocks as usize
+}
+
+/// Fetches a batch of blocks for an empty list from the central heap.
+///
+/// # Safety
+/// `bin` is the calling thread's list of `class`, empty and live.
+unsafe fn refill(bin: *mut Bin, class: usize) -> Option<()> {
+    // SAFETY: the list is this thread's; fresh blocks are linked through their first word.
+    unsafe {
+        let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
+        let layout = layout_of_class(class);
+        let mut central = central::lock();
+        let mut fetched = 0;
+        while fetched < wanted {
+            let Some(block) = central.allocate(layout) else {
+                break;
+            };
+            block.cast::<*mut u8>().write((*bin).head);
+            (*bin).head = block.as_ptr();
+            fetched += 1;
+        }
+        drop(central);
+        bump(&COUNTERS.refills);
+        (*bin).room -= fetched;
+        (fetched > 0).then_some(())
+    }
+}
+
+/// Makes room on the full list of `class`: doubles its limit if the budget allows, otherwise
+/// sends half its blocks back to the central heap.
+///
+/// # Safety
+/// `cache` is the calling thread's live cache; `class` is a valid class.
+unsafe fn make_room(cache: *mut ThreadCache, class: usize) {
+    // SAFETY: the cache is this thread's.
+    unsafe {
+        let bin = bin(class);
+        let limit = (*bin).limit;
+        let grown = (limit * 2).min(max_limit(class));
+        let extra = list_bytes(class, grown - limit);
+        if grown > limit && extra <= (*cache).budget_left {
+            (*cache).budget_left -= extra;
+            (*bin).limit = grown;
+            (*bin).room += grown - limit;
+        } else {
+            flush(bin, limit.div_ceil(2));
+        }
+    }
+}
+
+/// Sends up to `count` blocks from the front of a list back to the central heap.
+///
+/// # Safety
+/// `bin` is one of the calling thread's lists.
+unsafe fn flush(bin: *mut Bin, count: u32) {
+    // SAFETY: the list is this thread's and its blocks are live central-heap blocks.
+    unsafe {
+        let mut central = central::lock();
+        let released = release_list(&mut central, &mut (*bin).head, count);
+        drop(central);
+        (*bin).room += released;
+    }
+    bump(&COUNTERS.flushes);
+}
+
+/// Frees up to `count` blocks from the front of the list at `head` into the central heap.
+/// Returns how many.
+///
+/// # Safety
+/// The list's blocks are live central-heap blocks that nobody else uses.
+unsafe fn release_list(central: &mut Central, head: &mut *mut u8, count: u32) -> u32 {
+    let mut released = 0;
+    while released < count {
+        let Some(block) = NonNull::new(*head) else {
+            break;
+        };
+        // SAFETY: a listed block's first word is the link; the block is then given back.
+        unsafe {
+            *head = block.cast::<*mut u8>().read();
+            central.free(block);
+        }
+        released += 1;
+    }
+    released
+}
+
+/// Empties the calling thread's cache into the central heap for good (thread exit).
+fn retire() {
+    let cache = current();
+    // SAFETY: the cache is this thread's; emptied lists get room 0 so nothing is pushed again.
+    unsafe {
+        if (*cache).state != State::Live {
+            return;
+        }
+        (*cache).state = State::Dead;
+        let mut central = central::lock();
+        for class in MIN_CLASS..=MAX_CLASS {
+            let bin = bin(class);
+            release_list(&mut central, &mut (*bin).head, u32::MAX);
+            (*bin).room = 0;
+            (*bin).limit = 0;
+        }
+    }
+    bump(&COUNTERS.caches_retired);
+}
+
+/// The pthread key whose destructor retires a thread's cache, plus one (0: not created yet).
+static EXIT_KEY: AtomicUsize = AtomicUsize::new(0);
+/// Marks the key as being created by some thread.
+const KEY_CREATING: usize = usize::MAX;
+
+/// Creates the exit key if needed (called from the constructor too, so it gets a low number).
+pub(crate) fn exit_key() -> Option<libc::pthread_key_t> {
+    loop {
+        match EXIT_KEY.load(Ordering::Acquire) {
+            0 => {
+                if EXIT_KEY
+                    .compare_exchange(0, KEY_CREATING, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+                {
+                    return create_exit_key();
+                }
+            }
+            KEY_CREATING => core::hint::spin_loop(),
+            key_plus_one => return Some((key_plus_one - 1) as libc::pthread_key_t),
+        }
+    }
+}
+
+fn create_exit_key() -> Option<libc::pthread_key_t> {
+    let mut key: libc::pthread_key_t = 0;
+    // SAFETY: `key` is valid for writes; glibc creates keys with atomics only, no allocation.
+    let created = unsafe { libc::pthread_key_create(&mut key, Some(exit_destructor)) } == 0;
+    let stored = if created { key as usize + 1 } else { 0 };
+    EXIT_KEY.store(stored, Ordering::Release);
+    created.then_some(key)
+}
+
+extern "C" fn exit_destructor(_value: *mut libc::c_void) {
+    retire();
+}
+
+/// Arranges for this thread's cache to be retired when the thread exits.
+fn register_exit_destructor() {
+    let Some(key) = exit_key() else {
+        return;
+    };
+    // Any non-null value makes glibc run the destructor; the cache itself is found through TLS.
+    let marker = NonNull::<u8>::dangling().as_ptr().cast();
+    // SAFETY: `key` is a live key; the value is never dereferenced.
+    unsafe { libc::pthread_setspecific(key, marker) };
+}
