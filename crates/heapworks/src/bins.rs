@@ -54,7 +54,8 @@ pub(crate) const fn bin_of(size: usize) -> usize {
     // `EXACT_BINS + (octave - FIRST_OCTAVE) * SUB_BINS + sub`, folded into one constant.
     // `| 1` lets the compiler see the operand is non-zero.
     let octave = (granules | 1).ilog2() as usize;
-    let bin = octave * SUB_BINS + (granules >> (octave - SUB_BITS as usize)) + LOG_BIN_OFFSET;
+    let bin =
+        octave * SUB_BINS + (granules >> (octave - SUB_BITS as usize)) + EXACT_BINS - LOG_BIN_BASE;
     if bin < BIN_COUNT {
         bin
     } else {
@@ -62,8 +63,8 @@ pub(crate) const fn bin_of(size: usize) -> usize {
     }
 }
 
-/// `bin_of` for sizes beyond the exact bins, minus `octave * SUB_BINS + (SUB_BINS + sub)`.
-const LOG_BIN_OFFSET: usize = EXACT_BINS - FIRST_OCTAVE as usize * SUB_BINS - SUB_BINS;
+/// What `octave * SUB_BINS + (SUB_BINS + sub)` is for the first sub-bin of the first octave.
+const LOG_BIN_BASE: usize = FIRST_OCTAVE as usize * SUB_BINS + SUB_BINS;
 
 /// The smallest size (in bytes) that maps to `bin`.
 const fn bin_floor(bin: usize) -> usize {

@@ -7,9 +7,10 @@
 //! - The occupancy bitmap has bin `b` set exactly when `heads[b]` is `Some`.
 //!
 //! Finding a chunk for a request of `size` bytes ([`FreeIndex::find`]):
-//! 1. If the request's bin is exact, the first non-empty bin at or above it serves: O(1).
-//! 2. Otherwise the head of the request's own bin is tried, then the first non-empty bin above
-//!    it, whose every chunk fits: O(1).
+//! 1. If the request's bin is exact, the head of the first non-empty bin at or above it: O(1).
+//! 2. Otherwise the smallest fitting chunk among the first `FIT_SCAN` (4) of the request's own
+//!    bin, then the smallest among the first four of the first non-empty bin above it, whose
+//!    every chunk fits: O(1), a bounded best fit that keeps large free chunks whole.
 //! 3. Only when both fail is the request's own bin scanned for a fitting chunk (first fit).
 //!    This happens only when no larger free chunk exists at all; it walks one bin's list, so a
 //!    request that the largest free chunk could serve never fails. The worst case is bounded
@@ -23,6 +24,9 @@
 use crate::bins::{bin_of, in_bin, is_exact, is_exact_size};
 use crate::bitmap::{Bitmap, BIN_SLOTS};
 use crate::chunk::Chunk;
+
+/// How many chunks of a bin beyond the exact ones a search compares for the best fit.
+const FIT_SCAN: usize = 4;
 
 pub(crate) struct FreeIndex {
     occupancy: Bitmap,
@@ -177,19 +181,42 @@ impl FreeIndex {
     pub(crate) unsafe fn find(&self, size: usize) -> Option<(Chunk, usize)> {
         let bin = bin_of(size);
         if !is_exact(bin) {
-            if let Some(head) = self.heads[bin] {
-                // SAFETY: listed chunks are free chunks with valid headers.
-                if unsafe { head.size() } >= size {
-                    return Some((head, bin));
-                }
+            // SAFETY: forwarded from the caller.
+            if let Some(best) = unsafe { self.best_of_first(bin, size) } {
+                return Some((best, bin));
             }
         }
         let first_fitting_bin = if is_exact(bin) { bin } else { bin + 1 };
         if let Some(found) = self.occupancy.first_at_or_above(first_fitting_bin) {
-            return Some((self.heads[found]?, found));
+            if is_exact(found) {
+                return Some((self.heads[found]?, found));
+            }
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.best_of_first(found, size) }.map(|c| (c, found));
         }
         // SAFETY: forwarded from the caller.
         unsafe { self.first_fit(bin, |_, chunk_size| chunk_size >= size) }
+    }
+
+    /// The smallest chunk of at least `size` bytes among the first `FIT_SCAN` of `bin`'s list.
+    ///
+    /// # Safety
+    /// The index is consistent.
+    #[inline(always)]
+    unsafe fn best_of_first(&self, bin: usize, size: usize) -> Option<Chunk> {
+        let mut best: Option<(Chunk, usize)> = None;
+        let mut cursor = self.heads[bin];
+        for _ in 0..FIT_SCAN {
+            let Some(chunk) = cursor else { break };
+            // SAFETY: listed chunks are free chunks with valid headers and links.
+            let chunk_size = unsafe { chunk.size() };
+            if chunk_size >= size && best.is_none_or(|(_, best_size)| chunk_size < best_size) {
+                best = Some((chunk, chunk_size));
+            }
+            // SAFETY: as above.
+            cursor = unsafe { chunk.next_free() };
+        }
+        best.map(|(chunk, _)| chunk)
     }
 
     /// The first chunk, scanning bins upward from `first_bin`, that `fits` accepts, with its

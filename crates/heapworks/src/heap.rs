@@ -373,13 +373,6 @@ impl Heap {
             Counters::count(&mut self.counters.reallocs);
             return Ok(ptr);
         }
-        // SAFETY: as above.
-        if let Some(moved) =
-            unsafe { self.grow_backwards(chunk, needed, old.size().min(new.size()), new.align()) }
-        {
-            Counters::count(&mut self.counters.reallocs);
-            return Ok(moved);
-        }
         let moved = self.allocate_uncounted(new)?;
         // SAFETY: the new block is distinct from the old one and both hold at least the bytes
         // copied; the old one is live until released here.
@@ -490,58 +483,6 @@ impl Heap {
             self.counters.grow_in_use(taken);
         }
         true
-    }
-
-    /// Grows an allocated chunk to `needed` bytes by taking in its free left neighbour (and its
-    /// free right neighbour, if any), moving the first `keep` payload bytes down. This serves a
-    /// realloc that could not grow forwards without needing a second, disjoint free chunk, which
-    /// is what keeps a nearly full heap from failing. Returns the new payload, or `None` (heap
-    /// untouched) when the neighbours are not free, too small, or the new payload would miss
-    /// `align`.
-    ///
-    /// # Safety
-    /// `chunk` is an allocated chunk holding at least `keep` payload bytes.
-    unsafe fn grow_backwards(
-        &mut self,
-        chunk: Chunk,
-        needed: usize,
-        keep: usize,
-        align: usize,
-    ) -> Option<NonNull<u8>> {
-        // SAFETY: the neighbours are found through the boundary tag and the header size; free
-        // ones are filed in the index and unlinked before the payload moves over them; the span
-        // they make with the chunk is one run of memory inside the region.
-        unsafe {
-            let header = chunk.header();
-            if header & PREV_IN_USE != 0 {
-                return None;
-            }
-            let size = header & SIZE_MASK;
-            let prev_size = chunk.prev_free_size();
-            let prev = chunk.before(prev_size);
-            let next = chunk.after(size);
-            let next_header = next.header();
-            let next_size = if next_header & IN_USE == 0 {
-                next_header & SIZE_MASK
-            } else {
-                0
-            };
-            let total = prev_size + size + next_size;
-            if total < needed || prev.payload().as_ptr().addr() & (align - 1) != 0 {
-                return None;
-            }
-            self.index.remove(prev, prev_size);
-            if next_size != 0 {
-                self.index.remove(next, next_size);
-            }
-            core::ptr::copy(chunk.payload().as_ptr(), prev.payload().as_ptr(), keep);
-            // The span is now one unfiled run; the chunk after it sees it as free until occupied.
-            prev.after(total).set_prev_in_use(false);
-            self.counters.in_use -= size;
-            let taken = self.occupy_span(prev, PREV_IN_USE, None, total, needed);
-            self.counters.grow_in_use(taken);
-            Some(prev.payload())
-        }
     }
 
     /// The bytes the block at `ptr` can hold (at least what was asked for).

@@ -115,39 +115,6 @@ fn realloc_grows_into_a_free_neighbour_in_place() {
 }
 
 #[test]
-fn realloc_grows_backwards_into_a_free_left_neighbour() {
-    let mut arena = Arena::new(64 * 1024);
-    let mut heap = arena.heap();
-    let left = alloc(&mut heap, 1000);
-    let block = alloc(&mut heap, 100);
-    let _guard = alloc(&mut heap, 16);
-    // Fill the rest so no other chunk could take the grown block.
-    let mut rest = Vec::new();
-    while let Ok(filler) = heap.allocate(layout(256)) {
-        rest.push(filler);
-    }
-    // SAFETY: `block` holds 100 bytes; `left` is live and freed once.
-    unsafe {
-        for i in 0..100 {
-            block.as_ptr().add(i).write(i as u8);
-        }
-        heap.free(left);
-    }
-    // SAFETY: `block` is live with this layout.
-    let grown =
-        unsafe { heap.realloc(block, layout(100), 1000) }.expect("the left neighbour serves");
-    assert_eq!(grown, left, "the block moved down into its free neighbour");
-    // SAFETY: the first 100 bytes were kept.
-    assert!((0..100).all(|i| unsafe { grown.as_ptr().add(i).read() } == i as u8));
-    heap.check().unwrap();
-    // Nothing is free next to it any more: a larger request fails and changes nothing.
-    let before = heap.stats();
-    // SAFETY: `grown` is live with this layout.
-    assert!(unsafe { heap.realloc(grown, layout(1000), 2000) }.is_err());
-    assert_eq!(heap.stats(), before);
-}
-
-#[test]
 fn the_last_block_grows_into_the_free_tail() {
     let mut arena = Arena::new(64 * 1024);
     let mut heap = arena.heap();
