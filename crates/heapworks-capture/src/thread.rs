@@ -9,8 +9,8 @@
 //! - A state whose `generation` differs from [`recorder::generation`] was inherited through
 //!   `fork`: its chunk belongs to the parent's file and is dropped before the next record.
 //! - `cursor..end` is the unwritten part of the current chunk, both null when there is none.
-//! - errno seen by the program is exactly what glibc left: the shim's own system calls happen
-//!   between a save and a restore.
+//! - errno seen by the program is exactly what glibc left: the shim's own system calls (only
+//!   on slow paths) happen between a save and a restore.
 
 use crate::raw::{RawOp, Record, RECORD_BYTES};
 use crate::recorder;
@@ -78,21 +78,17 @@ impl Hook {
             (*state).busy = 1;
         }
         let hook = Hook { state };
-        let saved = Errno::save();
-        let ready = recorder::ready();
-        saved.restore();
+        let ready = recorder::is_ready() || with_errno_kept(recorder::ready);
         ready.then_some(hook)
     }
 
     /// Writes `call` as this thread's next record, leaving errno as it was.
     pub fn record(&self, call: &Call) {
-        let saved = Errno::save();
         match self.next_record() {
             // SAFETY: `slot` is an unwritten record of this thread's chunk.
             Some(slot) => unsafe { write_record(slot, call, self.thread_index()) },
             None => recorder::count_dropped(),
         }
-        saved.restore();
     }
 
     fn thread_index(&self) -> u32 {
@@ -114,7 +110,8 @@ impl Hook {
             };
         }
         if state.cursor == state.end {
-            let chunk = recorder::reserve_chunk(state.next_chunk)?;
+            let bytes = state.next_chunk;
+            let chunk = with_errno_kept(|| recorder::reserve_chunk(bytes))?;
             state.cursor = chunk;
             // SAFETY: the chunk maps `next_chunk` bytes, a whole number of records.
             state.end = unsafe { chunk.add((state.next_chunk / RECORD_BYTES as u64) as usize) };
@@ -163,17 +160,15 @@ unsafe fn write_record(slot: *mut Record, call: &Call, thread: u32) {
     }
 }
 
-/// errno at one point, to put back after the shim's own system calls.
-struct Errno(i32);
-
-impl Errno {
-    fn save() -> Self {
-        // SAFETY: __errno_location returns this thread's errno, always valid.
-        Errno(unsafe { *libc::__errno_location() })
-    }
-
-    fn restore(self) {
-        // SAFETY: as in `save`.
-        unsafe { *libc::__errno_location() = self.0 };
-    }
+/// Runs `work`, which may make system calls, and puts errno back as it was. Only the slow
+/// paths (starting up, mapping a new chunk) need it: writing a record makes no call.
+fn with_errno_kept<R>(work: impl FnOnce() -> R) -> R {
+    // SAFETY: __errno_location returns this thread's errno, always valid.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let saved = unsafe { *errno };
+    let result = work();
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+    result
 }

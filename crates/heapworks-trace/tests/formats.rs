@@ -120,19 +120,37 @@ fn seed_script_is_read_as_written() {
 
 #[test]
 fn extensions_are_read() {
-    let script = "a 0 10\nt 3\nc 1 64\nm 2 100 4096\nt 0\nf 0\nt 3\nf 1 # trailing comment\n\tf 2\n";
+    let script =
+        "a 0 10\nt 3\nc 1 64\nm 2 100 4096\nt 0\nf 0\nt 3\nf 1 # trailing comment\n\tf 2\n";
     let trace = text::parse(script).unwrap();
     let ops = trace.ops();
-    assert_eq!(ops[1], Op { thread: 3, id: 1, kind: OpKind::Calloc { size: 64 } });
+    assert_eq!(
+        ops[1],
+        Op {
+            thread: 3,
+            id: 1,
+            kind: OpKind::Calloc { size: 64 }
+        }
+    );
     assert_eq!(
         ops[2],
-        Op { thread: 3, id: 2, kind: OpKind::Memalign { size: 100, align: 4096 } }
+        Op {
+            thread: 3,
+            id: 2,
+            kind: OpKind::Memalign {
+                size: 100,
+                align: 4096
+            }
+        }
     );
     assert_eq!(ops[3].thread, 0);
     assert_eq!(ops[5].thread, 3);
     assert_eq!(trace.threads(), [0, 3]);
     let stats = trace.stats();
-    assert_eq!((stats.mallocs, stats.callocs, stats.memaligns, stats.frees), (1, 1, 1, 3));
+    assert_eq!(
+        (stats.mallocs, stats.callocs, stats.memaligns, stats.frees),
+        (1, 1, 1, 3)
+    );
     assert_eq!(stats.peak_live_bytes, 174);
 }
 
@@ -161,7 +179,11 @@ fn text_errors_name_the_line() {
         ("m 0 10 3\n", 1, "alignment 3 is not a power of two"),
         ("a 99999999999 1\n", 1, "larger than the largest id"),
         ("t -1\n", 1, "thread `-1`"),
-        ("a 0 18446744073709551616\n", 1, "size `18446744073709551616`"),
+        (
+            "a 0 18446744073709551616\n",
+            1,
+            "size `18446744073709551616`",
+        ),
     ];
     for (script, line, message) in cases {
         let (found_line, found) = line_error(script);
@@ -174,7 +196,8 @@ fn text_errors_name_the_line() {
 }
 
 fn sample_trace() -> Trace {
-    let script = "# sample\na 0 24\nt 1\nc 1 4000\nm 2 100 64\nt 0\nr 0 300000\nf 1\nt 1\nf 0\nf 2\n";
+    let script =
+        "# sample\na 0 24\nt 1\nc 1 4000\nm 2 100 64\nt 0\nr 0 300000\nf 1\nt 1\nf 0\nf 2\n";
     text::parse(script).unwrap()
 }
 
@@ -235,11 +258,25 @@ fn a_huge_announced_count_is_refused_without_allocating() {
 fn binary_is_compact() {
     let mut trace = Trace::new();
     for id in 0..1000 {
-        let kind = OpKind::Malloc { size: 16 + u64::from(id % 100) };
-        trace.push(Op { thread: 0, id, kind }).unwrap();
+        let kind = OpKind::Malloc {
+            size: 16 + u64::from(id % 100),
+        };
+        trace
+            .push(Op {
+                thread: 0,
+                id,
+                kind,
+            })
+            .unwrap();
     }
     for id in 0..1000 {
-        trace.push(Op { thread: 0, id, kind: OpKind::Free }).unwrap();
+        trace
+            .push(Op {
+                thread: 0,
+                id,
+                kind: OpKind::Free,
+            })
+            .unwrap();
     }
     let bytes = binary::encode(&trace);
     assert!(bytes.len() < 2000 * 4, "{} bytes for 2000 ops", bytes.len());

@@ -251,38 +251,61 @@ impl Checker {
     }
 }
 
-/// The pattern's 8 bytes at word `index` of the block from request `op`.
-fn pattern_word(op: usize, index: usize) -> [u8; 8] {
-    let mixed = (op as u64 ^ 0x5bd1_e995)
-        .wrapping_mul(0x9e37_79b9_7f4a_7c15)
-        .wrapping_add((index as u64).wrapping_mul(0xbf58_476d_1ce4_e5b9));
-    (mixed ^ (mixed >> 31)).to_le_bytes()
+/// The pattern's word at byte `offset` (a multiple of 8) of the block from request `op`:
+/// distinct per request and per position, so a stray write or a copy from the wrong place
+/// shows. Plain loops over whole words keep checking fast even in unoptimized test builds.
+fn pattern_word(op: usize, offset: usize) -> u64 {
+    let seed = (op as u64 ^ 0x5bd1_e995).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    seed ^ (offset as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15)
 }
 
 /// # Safety
 /// `ptr..ptr + size` must be writable.
 unsafe fn fill(ptr: *mut u8, size: usize, op: usize) {
-    for start in (0..size).step_by(8) {
-        let word = pattern_word(op, start / 8);
-        let count = (size - start).min(8);
-        // SAFETY: `start + count <= size`, inside the block.
-        unsafe { core::ptr::copy_nonoverlapping(word.as_ptr(), ptr.add(start), count) };
+    let mut offset = 0;
+    while offset + 8 <= size {
+        // SAFETY: `offset + 8 <= size`, inside the block; unaligned writes need no alignment.
+        unsafe {
+            ptr.add(offset)
+                .cast::<u64>()
+                .write_unaligned(pattern_word(op, offset))
+        };
+        offset += 8;
     }
+    let tail = pattern_word(op, offset).to_ne_bytes();
+    // SAFETY: the last `size - offset < 8` bytes of the block.
+    unsafe { core::ptr::copy_nonoverlapping(tail.as_ptr(), ptr.add(offset), size - offset) };
 }
 
 /// # Safety
 /// `ptr..ptr + size` must be readable and initialized.
 unsafe fn first_mismatch(ptr: *const u8, size: usize, op: usize) -> Option<usize> {
-    // SAFETY: guaranteed by the caller.
-    let bytes = unsafe { core::slice::from_raw_parts(ptr, size) };
-    bytes.chunks(8).enumerate().find_map(|(index, chunk)| {
-        let word = pattern_word(op, index);
-        let differs = chunk
-            .iter()
-            .zip(word)
-            .position(|(&found, expected)| found != expected);
-        differs.map(|within| index * 8 + within)
-    })
+    let mut offset = 0;
+    while offset + 8 <= size {
+        // SAFETY: `offset + 8 <= size`, inside the block.
+        let found = unsafe { ptr.add(offset).cast::<u64>().read_unaligned() };
+        let expected = pattern_word(op, offset);
+        if found != expected {
+            return Some(
+                offset + first_different_byte(found.to_ne_bytes(), expected.to_ne_bytes()),
+            );
+        }
+        offset += 8;
+    }
+    // SAFETY: the last `size - offset < 8` bytes of the block.
+    let tail = unsafe { core::slice::from_raw_parts(ptr.add(offset), size - offset) };
+    let expected = pattern_word(op, offset).to_ne_bytes();
+    let differs = tail
+        .iter()
+        .zip(expected)
+        .position(|(&found, expected)| found != expected);
+    differs.map(|within| offset + within)
+}
+
+fn first_different_byte(found: [u8; 8], expected: [u8; 8]) -> usize {
+    (0..8)
+        .find(|&index| found[index] != expected[index])
+        .unwrap_or(0)
 }
 
 /// # Safety

@@ -30,46 +30,48 @@ pub enum Footprint<'a> {
     Unavailable,
 }
 
-/// glibc's heap, for `std::alloc::System`: bytes glibc holds from the system (`mallinfo2`:
-/// `arena` + `hblkhd`, main heap and arenas plus mmapped blocks) less what it held when the
-/// replay started.
+/// glibc's heap, for `std::alloc::System`: the bytes glibc holds from the system
+/// (`mallinfo2`: `arena` + `hblkhd`, every arena's heap plus mmapped blocks) less the bytes
+/// that were in use (`uordblks` + `hblkhd`) when the replay started. Free memory glibc held at
+/// the start counts as footprint, since the replay can use it.
 ///
-/// Approximate: the baseline includes free memory glibc already held, which the replay may
-/// reuse without growing, and the replay's own bookkeeping (only in `check` mode) is counted.
-/// Always `None` outside Linux with glibc.
+/// Approximate: other threads of the process allocate into the same heap, and in `check` mode
+/// the checker's own bookkeeping is counted. Always `None` outside Linux with glibc.
 #[derive(Debug, Default)]
 pub struct GlibcHeap {
-    baseline: AtomicU64,
+    in_use_at_start: AtomicU64,
 }
 
 impl GlibcHeap {
-    /// A probe whose baseline is set when the replay starts.
+    /// A probe whose baseline is taken when the replay starts.
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// `(held, in_use)` bytes now.
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    fn held() -> Option<u64> {
+    fn now() -> Option<(u64, u64)> {
         // SAFETY: mallinfo2 only reads glibc's allocator statistics.
         let info = unsafe { libc::mallinfo2() };
-        Some(info.arena as u64 + info.hblkhd as u64)
+        let mapped = info.hblkhd as u64;
+        Some((info.arena as u64 + mapped, info.uordblks as u64 + mapped))
     }
 
     #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-    fn held() -> Option<u64> {
+    fn now() -> Option<(u64, u64)> {
         None
     }
 }
 
 impl FootprintProbe for GlibcHeap {
     fn start(&self) {
-        self.baseline
-            .store(Self::held().unwrap_or(0), Ordering::Relaxed);
+        let in_use = Self::now().map_or(0, |(_, in_use)| in_use);
+        self.in_use_at_start.store(in_use, Ordering::Relaxed);
     }
 
     fn sample(&self) -> Option<u64> {
-        let baseline = self.baseline.load(Ordering::Relaxed);
-        Self::held().map(|held| held.saturating_sub(baseline))
+        let baseline = self.in_use_at_start.load(Ordering::Relaxed);
+        Self::now().map(|(held, _)| held.saturating_sub(baseline))
     }
 }
 
