@@ -142,7 +142,8 @@ impl FreeIndex {
     pub(crate) unsafe fn refile_in(&mut self, from: Chunk, bin: usize, to: Chunk, new_size: usize) {
         // SAFETY: forwarded from the caller; `from`'s links are read before `to`'s are written.
         unsafe {
-            if !in_bin(bin, new_size) {
+            // A chunk of an exact bin changes bin whenever its size changes.
+            if is_exact(bin) || !in_bin(bin, new_size) {
                 self.unlink(from, bin);
                 self.insert(to, new_size);
             } else if from != to {
