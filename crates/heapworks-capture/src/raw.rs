@@ -85,8 +85,11 @@ pub struct Header {
     pub cmdline_len: u32,
     /// `/proc/self/exe`, cut to fit.
     pub exe: [u8; 1024],
+    /// Allocator calls made while the same thread was inside a hook (forwarded unrecorded):
+    /// 0 unless something the shim calls allocates, which it must not.
+    pub reentered: AtomicU64,
     /// `/proc/self/cmdline` (arguments separated by NUL bytes), cut to fit.
-    pub cmdline: [u8; 3008],
+    pub cmdline: [u8; 3000],
 }
 
 /// One recorded call.

@@ -49,8 +49,11 @@ static REGISTER_FORK_HANDLER: extern "C" fn() = register_fork_handler;
 
 extern "C" fn register_fork_handler() {
     // SAFETY: `after_fork_child` is an `extern "C" fn()` that lives as long as the process.
-    // pthread_atfork may allocate: those calls are recorded like any other.
-    unsafe { libc::pthread_atfork(None, None, Some(after_fork_child)) };
+    // pthread_atfork may allocate: the shim's own calls are not the program's, so they are not
+    // recorded.
+    thread::without_recording(|| unsafe {
+        libc::pthread_atfork(None, None, Some(after_fork_child))
+    });
 }
 
 /// Whether recording is on, without starting it: the fast path of every hook.
@@ -60,6 +63,14 @@ pub fn is_ready() -> bool {
 
 /// Whether calls are being recorded; opens this image's raw file on the first call.
 pub fn ready() -> bool {
+    let state = STATE.load(Ordering::Acquire);
+    if state != UNINIT {
+        return if state == STARTING {
+            wait_for_start()
+        } else {
+            state == READY
+        };
+    }
     match STATE.compare_exchange(UNINIT, STARTING, Ordering::Acquire, Ordering::Acquire) {
         Ok(_) => finish_start(false),
         Err(STARTING) => wait_for_start(),
@@ -102,11 +113,20 @@ pub fn generation() -> u64 {
 
 /// Notes a call that could not be recorded.
 pub fn count_dropped() {
+    count_in_header(|header| &header.dropped);
+}
+
+/// Notes a call made from inside a hook.
+pub fn count_reentered() {
+    count_in_header(|header| &header.reentered);
+}
+
+fn count_in_header(counter: impl FnOnce(&Header) -> &AtomicU64) {
     let header = HEADER.load(Ordering::Acquire);
     if !header.is_null() {
-        // SAFETY: a non-null HEADER is the header page mapped in `open_raw_file`, never unmapped
-        // while READY; `dropped` is an atomic.
-        unsafe { (*header).dropped.fetch_add(1, Ordering::Relaxed) };
+        // SAFETY: a non-null HEADER is the header page mapped in `open_raw_file`, unmapped only
+        // in a fork child before any other code runs there; the counters are atomics.
+        counter(unsafe { &*header }).fetch_add(1, Ordering::Relaxed);
     }
 }
 

@@ -4,8 +4,11 @@
 //! Invariants:
 //! - The state lives in initial-exec TLS provided by `thread_state.c`: reaching it never
 //!   allocates. All-zero bytes are a valid state (a thread not seen yet).
-//! - `busy` is set while this thread is inside a hook: a malloc-family call made while it is
-//!   set (by libc, or by the shim itself) goes straight to glibc unrecorded.
+//! - `busy` is [`IN_HOOK`] while this thread is inside a hook and [`SUPPRESSED`] while the shim
+//!   calls something that may allocate (dlsym, pthread_atfork's registration): a malloc-family
+//!   call made meanwhile goes straight to glibc unrecorded. Calls arriving [`IN_HOOK`] are
+//!   counted in the header's `reentered`, which the tests require to stay 0: the hooks
+//!   themselves never allocate.
 //! - A state whose `generation` differs from [`recorder::generation`] was inherited through
 //!   `fork`: its chunk belongs to the parent's file and is dropped before the next record.
 //! - `cursor..end` is the unwritten part of the current chunk, both null when there is none.
@@ -21,6 +24,9 @@ use core::sync::atomic::Ordering;
 /// chunks keep short-lived threads from leaving large holes in the file.
 const FIRST_CHUNK: u64 = 64 << 10;
 const LARGEST_CHUNK: u64 = 4 << 20;
+
+const IN_HOOK: u32 = 1;
+const SUPPRESSED: u32 = 2;
 
 #[repr(C)]
 struct ThreadState {
@@ -54,7 +60,7 @@ fn state() -> *mut ThreadState {
 pub fn without_recording<R>(work: impl FnOnce() -> R) -> R {
     let state = state();
     // SAFETY: this thread's own state; no reference to it outlives these statements.
-    let was_busy = unsafe { core::mem::replace(&mut (*state).busy, 1) };
+    let was_busy = unsafe { core::mem::replace(&mut (*state).busy, SUPPRESSED) };
     let result = work();
     // SAFETY: as above.
     unsafe { (*state).busy = was_busy };
@@ -71,12 +77,16 @@ impl Hook {
     pub fn enter() -> Option<Hook> {
         let state = state();
         // SAFETY: this thread's own state, touched only by this thread.
-        unsafe {
-            if (*state).busy != 0 {
+        match unsafe { (*state).busy } {
+            0 => {}
+            IN_HOOK => {
+                recorder::count_reentered();
                 return None;
             }
-            (*state).busy = 1;
+            _ => return None,
         }
+        // SAFETY: as above.
+        unsafe { (*state).busy = IN_HOOK };
         let hook = Hook { state };
         let ready = recorder::is_ready() || with_errno_kept(recorder::ready);
         ready.then_some(hook)
@@ -101,7 +111,7 @@ impl Hook {
         let state = unsafe { &mut *self.state };
         if state.thread_plus_one == 0 || state.generation != recorder::generation() {
             *state = ThreadState {
-                busy: 1,
+                busy: IN_HOOK,
                 thread_plus_one: recorder::next_thread() + 1,
                 generation: recorder::generation(),
                 cursor: ptr::null_mut(),

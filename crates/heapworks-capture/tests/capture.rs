@@ -2,8 +2,8 @@
 //! compiler, run under the shim, and their traces compared with the calls they make.
 //!
 //! The shim is a cdylib, which cargo does not build for integration tests; the first test to
-//! need it builds it with the cargo running the tests, into the same target directory and
-//! profile as the test itself.
+//! need it builds it ([`capture::build_shim`]) with the cargo running the tests, into the same
+//! target directory and profile as the test itself.
 
 use heapworks_trace::capture::{self, Capture, CaptureOptions, ProcessCapture};
 use heapworks_trace::model::{Op, OpKind, Trace};
@@ -16,38 +16,7 @@ use std::sync::OnceLock;
 /// Builds the shim once per test run and returns its path.
 fn shim() -> &'static Path {
     static SHIM: OnceLock<PathBuf> = OnceLock::new();
-    SHIM.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test executable path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps");
-        let target_dir = profile_dir.parent().expect("target directory");
-        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut command = Command::new(cargo);
-        command
-            .args([
-                "build",
-                "--quiet",
-                "-p",
-                "heapworks-capture",
-                "--target-dir",
-            ])
-            .arg(target_dir);
-        match profile_dir.file_name().and_then(|name| name.to_str()) {
-            Some("debug") => {}
-            Some("release") => {
-                command.arg("--release");
-            }
-            Some(profile) => {
-                command.args(["--profile", profile]);
-            }
-            None => panic!("unexpected test path {}", exe.display()),
-        }
-        let status = command.status().expect("run cargo build for the shim");
-        assert!(status.success(), "building heapworks-capture failed");
-        profile_dir.join(capture::SHIM_FILE)
-    })
+    SHIM.get_or_init(|| capture::build_shim().unwrap_or_else(|error| panic!("{error}")))
 }
 
 /// Compiles `tests/programs/<name>.c` into a fresh directory.
@@ -71,6 +40,8 @@ fn compile(name: &str) -> PathBuf {
     binary
 }
 
+/// Runs a test program under the shim; every process must be recorded whole, and the shim
+/// must never have allocated inside a hook.
 fn capture_program(name: &str) -> Capture {
     let options = CaptureOptions {
         shim: Some(shim().to_owned()),
@@ -82,6 +53,14 @@ fn capture_program(name: &str) -> Capture {
         "{name} exited with {}",
         capture.status
     );
+    for process in &capture.processes {
+        let ingest = process.ingest;
+        assert_eq!(
+            (ingest.reentered_calls, ingest.dropped_calls),
+            (0, 0),
+            "{name}: {ingest:?}"
+        );
+    }
     capture
 }
 

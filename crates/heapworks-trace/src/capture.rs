@@ -175,6 +175,46 @@ pub fn locate_shim() -> Result<PathBuf, CaptureError> {
     }
 }
 
+/// Builds the shim with cargo for the build the running executable belongs to — a test,
+/// example or tool in `<target>/<profile>/` or `<target>/<profile>/{deps,examples}/` of this
+/// workspace — and returns its path. Meant for tests and development checkouts (cargo does
+/// not build a cdylib for another package's tests); needs `cargo` (`$CARGO` or on `PATH`) and
+/// this workspace's sources where they were when this crate was compiled.
+pub fn build_shim() -> Result<PathBuf, CaptureError> {
+    let exe = std::env::current_exe().map_err(|source| CaptureError::Io {
+        path: PathBuf::from("/proc/self/exe"),
+        source,
+    })?;
+    let mut profile_dir = exe.parent().unwrap_or(Path::new("/"));
+    if profile_dir.ends_with("deps") || profile_dir.ends_with("examples") {
+        profile_dir = profile_dir.parent().unwrap_or(Path::new("/"));
+    }
+    let profile = profile_dir
+        .file_name()
+        .and_then(|name| name.to_str())
+        .unwrap_or("debug");
+    let profile = if profile == "debug" { "dev" } else { profile };
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../heapworks-capture/Cargo.toml");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut command = Command::new(&cargo);
+    command
+        .args(["build", "--quiet", "--profile", profile, "--manifest-path"])
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(profile_dir.parent().unwrap_or(Path::new("/")));
+    let status = command.status().map_err(|source| CaptureError::Spawn {
+        program: cargo,
+        source,
+    })?;
+    let shim = profile_dir.join(SHIM_FILE);
+    if !status.success() || !shim.is_file() {
+        return Err(CaptureError::ShimNotFound {
+            searched: vec![shim],
+        });
+    }
+    Ok(shim)
+}
+
 /// Runs `program args...` under the shim and returns every process's trace.
 pub fn record<S: AsRef<OsStr>>(
     program: impl AsRef<OsStr>,

@@ -38,6 +38,9 @@ pub struct IngestStats {
     pub implicit_frees: u64,
     /// Calls the shim could not record (it ran out of file space).
     pub dropped_calls: u64,
+    /// Calls that reached the shim while it was already handling one in the same thread (it
+    /// would be allocating itself); always 0 for a correct shim.
+    pub reentered_calls: u64,
 }
 
 /// One half of a call, placed at one sequence number.
@@ -60,6 +63,7 @@ pub fn ingest(file: &RawFile) -> Result<(Trace, IngestStats), FormatError> {
         stats: IngestStats {
             records: file.records.len() as u64,
             dropped_calls: file.header.dropped,
+            reentered_calls: file.header.reentered,
             ..IngestStats::default()
         },
         page_size: file.header.page_size.max(1),

@@ -14,7 +14,8 @@ const HEADER_BYTES: usize = 4096;
 const RECORD_BYTES: usize = 64;
 const EXE_OFFSET: usize = 64;
 const EXE_BYTES: usize = 1024;
-const CMDLINE_OFFSET: usize = EXE_OFFSET + EXE_BYTES;
+const REENTERED_OFFSET: usize = EXE_OFFSET + EXE_BYTES;
+const CMDLINE_OFFSET: usize = REENTERED_OFFSET + 8;
 const CMDLINE_BYTES: usize = HEADER_BYTES - CMDLINE_OFFSET;
 
 /// The calls the shim records.
@@ -63,6 +64,8 @@ pub struct RawHeader {
     pub start_ns: u64,
     /// Calls the shim could not record.
     pub dropped: u64,
+    /// Calls made from inside a hook (the shim allocating): must be 0.
+    pub reentered: u64,
     pub exe: String,
     pub args: Vec<String>,
 }
@@ -140,6 +143,7 @@ fn parse_header(bytes: &[u8]) -> Result<RawHeader, FormatError> {
         forked: u32_at(bytes, 28) != 0,
         start_ns: u64_at(bytes, 32),
         dropped: u64_at(bytes, 48),
+        reentered: u64_at(bytes, REENTERED_OFFSET),
         exe: String::from_utf8_lossy(exe).into_owned(),
         args: cmdline
             .split(|&byte| byte == 0)
