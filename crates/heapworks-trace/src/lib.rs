@@ -90,3 +90,25 @@ pub fn write_trace(path: &Path, trace: &Trace) -> Result<(), TraceIoError> {
         source,
     })
 }
+
+/// Reads every trace in `dir` (files ending in `.hwt`, `.script`, `.txt` or `.rep`), sorted by
+/// file name: the corpus in `traces/` for a benchmark or a test over every allocator.
+pub fn read_traces_in(dir: &Path) -> Result<Vec<(std::path::PathBuf, Trace)>, TraceIoError> {
+    let io_error = |source| TraceIoError::Io {
+        path: dir.to_owned(),
+        source,
+    };
+    let mut paths = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(io_error)? {
+        let path = entry.map_err(io_error)?.path();
+        let extension = path.extension().and_then(|extension| extension.to_str());
+        if matches!(extension, Some("hwt" | "script" | "txt" | "rep")) {
+            paths.push(path);
+        }
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|path| read_trace(&path).map(|trace| (path, trace)))
+        .collect()
+}

@@ -3,22 +3,13 @@
 
 use heapworks_trace::model::{OpKind, Trace};
 use heapworks_trace::replay::{replay, ReplayError, ReplayOptions};
-use heapworks_trace::{binary, read_trace, text, Format};
+use heapworks_trace::{binary, read_traces_in, text, Format};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-fn corpus() -> Vec<PathBuf> {
+fn corpus() -> Vec<(PathBuf, Trace)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../traces");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|error| panic!("{}: {error}", dir.display()))
-        .map(|entry| entry.unwrap().path())
-        .filter(|path| {
-            path.extension()
-                .is_some_and(|extension| extension == "hwt" || extension == "script")
-        })
-        .collect();
-    files.sort();
-    files
+    read_traces_in(&dir).unwrap_or_else(|error| panic!("{error}"))
 }
 
 /// Frees of a block by a thread other than the one that allocated it.
@@ -47,15 +38,14 @@ fn cross_thread_frees(trace: &Trace) -> usize {
 #[test]
 fn the_whole_corpus_replays_under_check() {
     let files = corpus();
-    assert!(files.len() >= 7, "{files:?}");
+    assert!(files.len() >= 7, "{} traces", files.len());
     let mut threaded = 0;
-    for path in &files {
-        let trace = read_trace(path).unwrap();
+    for (path, trace) in &files {
         let options = ReplayOptions {
             check: true,
             ..ReplayOptions::default()
         };
-        let report = replay(&trace, &std::alloc::System, &options)
+        let report = replay(trace, &std::alloc::System, &options)
             .unwrap_or_else(|error: ReplayError| panic!("{}: {error}", path.display()));
         assert_eq!(
             report.null_frees + report.null_reallocs + report.leaked_blocks,
@@ -82,9 +72,8 @@ fn the_whole_corpus_replays_under_check() {
 
 #[test]
 fn corpus_files_are_stored_as_their_extension_says() {
-    for path in corpus() {
+    for (path, trace) in corpus() {
         let bytes = std::fs::read(&path).unwrap();
-        let trace = read_trace(&path).unwrap();
         let rewritten = match Format::for_path(&path) {
             Format::Binary => binary::encode(&trace),
             Format::Text => text::to_string(&trace).into_bytes(),
