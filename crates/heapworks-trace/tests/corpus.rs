@@ -63,7 +63,7 @@ fn the_whole_corpus_replays_under_check() {
             println!(
                 "{}: {} cross-thread frees",
                 path.display(),
-                cross_thread_frees(&trace)
+                cross_thread_frees(trace)
             );
         }
     }
