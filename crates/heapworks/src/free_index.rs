@@ -53,12 +53,13 @@ impl FreeIndex {
         unsafe {
             chunk.set_next_free(old_head);
             chunk.set_prev_free(None);
-            if let Some(old_head) = old_head {
-                old_head.set_prev_free(Some(chunk));
+            match old_head {
+                Some(old_head) => old_head.set_prev_free(Some(chunk)),
+                // The bin was empty: only now does its bit change.
+                None => self.occupancy.set(bin),
             }
         }
         self.heads[bin] = Some(chunk);
-        self.occupancy.set(bin);
     }
 
     /// Takes a free chunk out of `bin`'s list.
