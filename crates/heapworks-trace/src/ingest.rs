@@ -38,8 +38,8 @@ pub struct IngestStats {
     pub implicit_frees: u64,
     /// Calls the shim could not record (it ran out of file space).
     pub dropped_calls: u64,
-    /// Calls that reached the shim while it was already handling one in the same thread (it
-    /// would be allocating itself); always 0 for a correct shim.
+    /// Calls that reached the shim while it was already handling one in the same thread: 0
+    /// unless the shim allocated (a bug) or a signal handler allocated mid-call.
     pub reentered_calls: u64,
 }
 
