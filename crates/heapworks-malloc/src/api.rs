@@ -132,7 +132,10 @@ pub unsafe extern "C" fn free_aligned_sized(ptr: *mut c_void, _alignment: usize,
 /// Always safe to call; unsafe only because it is the C ABI entry point.
 #[no_mangle]
 pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
-    let Some(total) = count.checked_mul(size).filter(|&total| total <= MAX_REQUEST) else {
+    let Some(total) = count
+        .checked_mul(size)
+        .filter(|&total| total <= MAX_REQUEST)
+    else {
         os::set_errno(libc::ENOMEM);
         return null_mut();
     };

@@ -2,7 +2,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `HEAPWORKS_STATS` | unset | `1`: print statistics to stderr at exit |
+//! | `HEAPWORKS_STATS` | unset | `1`: print statistics at exit to the stderr the process started with |
 //! | `HEAPWORKS_LARGE_CACHE_MIB` | 64 | freed large blocks kept mapped for reuse, in MiB (0: none) |
 //! | `HEAPWORKS_TCACHE_KIB` | 1024 | most bytes one thread's cache may hold, in KiB |
 //!
@@ -11,15 +11,22 @@
 //! constructors) see the defaults. Reading uses `getenv`, which scans `environ` and never
 //! allocates.
 
-use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 
 static STATS_AT_EXIT: AtomicBool = AtomicBool::new(false);
+/// Where the statistics go: a copy of stderr taken at load time.
+static STATS_FD: AtomicI32 = AtomicI32::new(libc::STDERR_FILENO);
 static LARGE_CACHE_BYTES: AtomicUsize = AtomicUsize::new(64 << 20);
 static THREAD_CACHE_BYTES: AtomicUsize = AtomicUsize::new(1 << 20);
 
 /// Whether to print statistics at exit.
 pub(crate) fn stats_at_exit() -> bool {
     STATS_AT_EXIT.load(Ordering::Relaxed)
+}
+
+/// The descriptor the statistics are written to.
+pub(crate) fn stats_fd() -> libc::c_int {
+    STATS_FD.load(Ordering::Relaxed)
 }
 
 /// The most bytes of freed large blocks to keep mapped.
@@ -35,7 +42,10 @@ pub(crate) fn thread_cache_bytes() -> usize {
 /// Reads the environment.
 pub(crate) fn load() {
     if let Some(value) = variable(c"HEAPWORKS_STATS") {
-        STATS_AT_EXIT.store(value == b"1", Ordering::Relaxed);
+        if value == b"1" {
+            STATS_AT_EXIT.store(true, Ordering::Relaxed);
+            STATS_FD.store(crate::os::keep_stderr(), Ordering::Relaxed);
+        }
     }
     if let Some(mib) = variable(c"HEAPWORKS_LARGE_CACHE_MIB").and_then(parse_decimal) {
         LARGE_CACHE_BYTES.store(mib.saturating_mul(1 << 20), Ordering::Relaxed);
@@ -64,5 +74,8 @@ fn parse_decimal(text: &[u8]) -> Option<usize> {
     if text.is_empty() || text.len() > 18 || !text.iter().all(u8::is_ascii_digit) {
         return None;
     }
-    Some(text.iter().fold(0, |n, digit| n * 10 + usize::from(digit - b'0')))
+    Some(
+        text.iter()
+            .fold(0, |n, digit| n * 10 + usize::from(digit - b'0')),
+    )
 }

@@ -32,7 +32,10 @@ const CACHE_SLOTS: usize = 16;
 /// A cached mapping is used whole if it is at most this many times the length needed.
 const REUSE_SLACK_FACTOR: usize = 4;
 
-const _: () = assert!(EMBEDDER_TAG < PAGE, "the tag must fit in a page-rounded length");
+const _: () = assert!(
+    EMBEDDER_TAG < PAGE,
+    "the tag must fit in a page-rounded length"
+);
 
 /// A mapping: its base and length in bytes (whole pages).
 #[derive(Clone, Copy)]
@@ -75,11 +78,21 @@ pub(crate) struct LargeBlock {
 
 /// Allocates a large block of `size` bytes aligned to `align` (a power of two, at least 16).
 pub(crate) fn allocate(size: usize, align: usize) -> Option<LargeBlock> {
-    let front = if align <= PAGE { align.max(HEADER) } else { align + HEADER };
+    let front = if align <= PAGE {
+        align.max(HEADER)
+    } else {
+        align + HEADER
+    };
     let len = os::round_to_pages(size.checked_add(front)?)?;
     let (mapping, zeroed) = match take_cached(len) {
         Some(mapping) => (mapping, false),
-        None => (Mapping { base: os::map(len)?, len }, true),
+        None => (
+            Mapping {
+                base: os::map(len)?,
+                len,
+            },
+            true,
+        ),
     };
     let base = mapping.base.as_ptr().addr();
     let payload = (base + HEADER + align - 1) & !(align - 1);
@@ -110,7 +123,9 @@ pub(crate) unsafe fn free(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
     let mapping = unsafe { mapping_of(block) };
     let mut evicted = [None; CACHE_SLOTS + 1];
-    CACHE.lock().insert(mapping, config::large_cache_bytes(), &mut evicted);
+    CACHE
+        .lock()
+        .insert(mapping, config::large_cache_bytes(), &mut evicted);
     for victim in evicted.into_iter().flatten() {
         // SAFETY: evicted mappings left the cache and nothing else refers to them.
         unsafe { os::unmap(victim.base, victim.len) };
@@ -165,7 +180,10 @@ unsafe fn mapping_of(block: NonNull<u8>) -> Mapping {
         let base = words.sub(2).read();
         let len = words.sub(1).read() & !EMBEDDER_TAG;
         let base_ptr = block.with_addr(core::num::NonZeroUsize::new_unchecked(base));
-        Mapping { base: base_ptr, len }
+        Mapping {
+            base: base_ptr,
+            len,
+        }
     }
 }
 

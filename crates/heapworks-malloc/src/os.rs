@@ -64,11 +64,14 @@ pub(crate) unsafe fn unmap(addr: NonNull<u8>, len: usize) {
 ///
 /// # Safety
 /// The range is a whole mapping owned by the caller; on success the old range is gone.
-pub(crate) unsafe fn remap(addr: NonNull<u8>, old_len: usize, new_len: usize) -> Option<NonNull<u8>> {
+pub(crate) unsafe fn remap(
+    addr: NonNull<u8>,
+    old_len: usize,
+    new_len: usize,
+) -> Option<NonNull<u8>> {
     // SAFETY: forwarded from the caller; MREMAP_MAYMOVE never clobbers other mappings.
-    let moved = unsafe {
-        libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE)
-    };
+    let moved =
+        unsafe { libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE) };
     if moved == libc::MAP_FAILED {
         None
     } else {
@@ -88,11 +91,23 @@ pub(crate) fn set_errno(value: libc::c_int) {
     unsafe { *libc::__errno_location() = value };
 }
 
-/// Writes `bytes` to standard error with `write(2)`, retrying short writes.
-pub(crate) fn write_stderr(mut bytes: &[u8]) {
+/// A private copy of standard error, which programs that close fd 2 before exit (coreutils
+/// do) cannot take away. Returns the new descriptor, or fd 2 itself if it cannot be copied.
+pub(crate) fn keep_stderr() -> libc::c_int {
+    // SAFETY: F_DUPFD_CLOEXEC only creates a descriptor; it touches no memory.
+    let copy = unsafe { libc::fcntl(libc::STDERR_FILENO, libc::F_DUPFD_CLOEXEC, 100) };
+    if copy < 0 {
+        libc::STDERR_FILENO
+    } else {
+        copy
+    }
+}
+
+/// Writes `bytes` to descriptor `fd` with `write(2)`, retrying short writes.
+pub(crate) fn write_all(fd: libc::c_int, mut bytes: &[u8]) {
     while !bytes.is_empty() {
         // SAFETY: `bytes` is valid for reads of its length.
-        let written = unsafe { libc::write(libc::STDERR_FILENO, bytes.as_ptr().cast(), bytes.len()) };
+        let written = unsafe { libc::write(fd, bytes.as_ptr().cast(), bytes.len()) };
         if written <= 0 {
             return;
         }

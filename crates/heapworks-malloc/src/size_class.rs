@@ -21,7 +21,7 @@ pub(crate) const SMALL_MAX_REQUEST: usize = MAX_CLASS * GRANULE - WORD;
 /// The class serving a request of `bytes <= SMALL_MAX_REQUEST`.
 #[inline(always)]
 pub(crate) fn class_of_request(bytes: usize) -> usize {
-    ((bytes + WORD + GRANULE - 1) / GRANULE).max(MIN_CLASS)
+    (bytes + WORD).div_ceil(GRANULE).max(MIN_CLASS)
 }
 
 /// The class whose list a block of `usable` bytes joins (above `MAX_CLASS`: none).

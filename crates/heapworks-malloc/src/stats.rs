@@ -90,14 +90,18 @@ pub(crate) fn print_report() {
     };
     // Writing into a StackText never fails.
     let _ = write_report(&mut text);
-    crate::os::write_stderr(&text.bytes[..text.len]);
+    crate::os::write_all(crate::config::stats_fd(), &text.bytes[..text.len]);
 }
 
 fn write_report(out: &mut StackText) -> fmt::Result {
     let heap = crate::central::stats();
     let c = &COUNTERS;
     let get = |counter: &AtomicUsize| counter.load(Ordering::Relaxed);
-    writeln!(out, "heapworks-malloc statistics (pid {})", std::process::id())?;
+    writeln!(
+        out,
+        "heapworks-malloc statistics (pid {})",
+        std::process::id()
+    )?;
     writeln!(
         out,
         "  central heap: {} B in use (cached blocks included), {} B free, {} B managed",

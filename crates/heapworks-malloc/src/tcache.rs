@@ -27,9 +27,9 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::central::{self, Central};
+use crate::config;
 use crate::size_class::{request_of_class, CLASS_SLOTS, MAX_CLASS, MIN_CLASS};
 use crate::stats::{bump, COUNTERS};
-use crate::config;
 
 /// Blocks a list may hold at first, by bytes (at least 2, at most 32 blocks).
 const INITIAL_LIST_BYTES: usize = 2048;

@@ -1,0 +1,152 @@
+//! Shared test helpers: the library built by cargo, C programs compiled with the system
+//! compiler, and runs with or without the library preloaded.
+#![allow(dead_code)] // each test file uses a different subset
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+/// The crate's directory.
+pub fn crate_dir() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `target/<profile>` of the running test.
+fn profile_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps")
+        .to_path_buf()
+}
+
+/// `libheapworks_malloc.so`, built once per test run with the cargo running the tests, into
+/// the same target directory and profile (a no-op when cargo already built the cdylib).
+pub fn library() -> &'static Path {
+    static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
+    LIBRARY.get_or_init(|| {
+        let profile_dir = profile_dir();
+        let target_dir = profile_dir.parent().expect("target directory");
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let mut command = Command::new(cargo);
+        command
+            .args([
+                "build",
+                "--quiet",
+                "-p",
+                "heapworks-malloc",
+                "--lib",
+                "--target-dir",
+            ])
+            .arg(target_dir);
+        match profile_dir.file_name().and_then(|name| name.to_str()) {
+            Some("debug") => {}
+            Some("release") => {
+                command.arg("--release");
+            }
+            Some(profile) => {
+                command.args(["--profile", profile]);
+            }
+            None => panic!("unexpected test path {}", profile_dir.display()),
+        }
+        let status = command.status().expect("run cargo build for the library");
+        assert!(status.success(), "building heapworks-malloc failed");
+        profile_dir.join("libheapworks_malloc.so")
+    })
+}
+
+/// A fresh scratch directory under the system temp directory.
+pub fn scratch_dir(tag: &str) -> PathBuf {
+    static COUNT: AtomicU32 = AtomicU32::new(0);
+    let unique = COUNT.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "heapworks-malloc-{tag}-{}-{unique}",
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// How a compiled test program gets the library.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Linkage {
+    /// Not linked: run it with `LD_PRELOAD` (or without, under glibc).
+    Plain,
+    /// Linked against `libheapworks_malloc.so` (found through an rpath).
+    Linked,
+}
+
+/// Compiles `tests/c/<file>` with `compiler` (`cc` or `c++`) and returns the binary.
+pub fn compile(file: &str, compiler: &str, linkage: Linkage) -> PathBuf {
+    let source = crate_dir().join("tests/c").join(file);
+    let binary = scratch_dir("bin").join(file.replace('.', "_"));
+    let mut command = Command::new(compiler);
+    command
+        .args(["-O1", "-Wall", "-pthread", "-I"])
+        .arg(crate_dir().join("include"))
+        .arg("-o")
+        .arg(&binary)
+        .arg(&source);
+    if linkage == Linkage::Linked {
+        let dir = library().parent().unwrap();
+        command
+            .arg(format!("-L{}", dir.display()))
+            .arg("-lheapworks_malloc")
+            .arg(format!("-Wl,-rpath,{}", dir.display()));
+    }
+    let output = command.output().expect("run the C compiler");
+    assert!(
+        output.status.success(),
+        "compiling {file} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    binary
+}
+
+/// Runs `command` with the library preloaded and `HEAPWORKS_STATS=1`.
+pub fn run_preloaded(command: &mut Command) -> Output {
+    command
+        .env("LD_PRELOAD", library())
+        .env("HEAPWORKS_STATS", "1")
+        .output()
+        .expect("run the program")
+}
+
+/// Runs `command` under glibc's malloc.
+pub fn run_plain(command: &mut Command) -> Output {
+    command
+        .env_remove("LD_PRELOAD")
+        .output()
+        .expect("run the program")
+}
+
+/// Asserts the run succeeded, showing its output otherwise.
+pub fn assert_success(output: &Output, what: &str) {
+    assert!(
+        output.status.success(),
+        "{what} failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// The statistics report in a run's stderr (proof the library served the process), with the
+/// number after `label` on its line, e.g. `stat(&output, "large blocks:")`.
+pub fn stat(output: &Output, label: &str) -> usize {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("heapworks-malloc statistics"),
+        "no heapworks statistics: the library was not interposed\n{stderr}"
+    );
+    let line = stderr
+        .lines()
+        .find(|line| line.trim_start().starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} line in\n{stderr}"));
+    line.trim_start()[label.len()..]
+        .split_whitespace()
+        .next()
+        .and_then(|word| word.parse().ok())
+        .unwrap_or_else(|| panic!("no number after {label} in {line}"))
+}

@@ -1,0 +1,35 @@
+//! Multi-threaded stress with verification (tests/c/stress.c): cookies checked at free, blocks
+//! handed between threads, threads created and destroyed, forks while other threads allocate.
+
+mod common;
+
+use common::{assert_success, compile, run_preloaded, stat, Linkage};
+use std::process::Command;
+
+#[test]
+fn threads_handoffs_churn_and_fork() {
+    let binary = compile("stress.c", "cc", Linkage::Plain);
+    let rounds = if cfg!(debug_assertions) {
+        "60000"
+    } else {
+        "300000"
+    };
+    let output = run_preloaded(Command::new(&binary).arg(rounds));
+    assert_success(&output, "stress");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("stress: ok"));
+    // Threads were created and destroyed, and gave their caches back.
+    assert!(stat(&output, "thread caches:") > 5);
+}
+
+#[test]
+fn stress_with_tiny_caches_flushes_often() {
+    let binary = compile("stress.c", "cc", Linkage::Plain);
+    let output = run_preloaded(
+        Command::new(&binary)
+            .arg("30000")
+            .env("HEAPWORKS_TCACHE_KIB", "0")
+            .env("HEAPWORKS_LARGE_CACHE_MIB", "0"),
+    );
+    assert_success(&output, "stress with tiny caches");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("stress: ok"));
+}
