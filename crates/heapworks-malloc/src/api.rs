@@ -23,7 +23,9 @@ use crate::tcache;
 const MAX_REQUEST: usize = isize::MAX as usize;
 /// Requests above this get a mapping of their own.
 pub(crate) const LARGE_MIN: usize = 256 << 10;
-/// A realloc that shrinks a block by less than this keeps it as it is.
+/// A block grown in place by realloc takes `1 / GROWTH_HEADROOM_DIVISOR` more than asked.
+const GROWTH_HEADROOM_DIVISOR: usize = 8;
+/// A realloc that shrinks a block by less than this (or by less than half) keeps it as it is.
 const SHRINK_SLACK: usize = 256;
 
 /// Allocates `size` bytes aligned to 16; `malloc(0)` returns a unique minimal block.
@@ -41,8 +43,10 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
     allocate_slow(size)
 }
 
+/// `malloc` beyond the thread cache's fast path. `extern "C"` (hence never unwinding) so that
+/// `malloc` reaches it with a tail jump and needs no stack frame of its own.
 #[inline(never)]
-fn allocate_slow(size: usize) -> *mut c_void {
+extern "C" fn allocate_slow(size: usize) -> *mut c_void {
     let block = if size <= SMALL_MAX_REQUEST {
         tcache::pop_slow(class_of_request(size))
     } else if size <= LARGE_MIN {
@@ -86,20 +90,38 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
             return free_large(block);
         }
         let class = class_of_usable(central::usable_size(block));
-        if class <= MAX_CLASS {
-            if !tcache::push(block, class) {
-                tcache::push_slow(block, class);
-            }
-            return;
+        if class > MAX_CLASS {
+            return free_central(block);
         }
-        central::lock().free(block);
+        if !tcache::push(block, class) {
+            free_small_slow(block);
+        }
     }
+}
+
+/// `free` of a small block whose list is full (or whose thread has no cache yet). Finds the
+/// class again rather than taking it, which keeps `free`'s fast path shorter.
+///
+/// # Safety
+/// `block` is a live small central-heap block, not used after this call.
+#[inline(never)]
+unsafe extern "C" fn free_small_slow(block: NonNull<u8>) {
+    // SAFETY: forwarded from the caller.
+    unsafe { tcache::push_slow(block, class_of_usable(central::usable_size(block))) }
+}
+
+/// # Safety
+/// `block` is a live central-heap block, not used after this call.
+#[inline(never)]
+unsafe extern "C" fn free_central(block: NonNull<u8>) {
+    // SAFETY: forwarded from the caller.
+    unsafe { central::lock().free(block) }
 }
 
 /// # Safety
 /// `block` is a live large block, not used after this call.
 #[inline(never)]
-unsafe fn free_large(block: NonNull<u8>) {
+unsafe extern "C" fn free_large(block: NonNull<u8>) {
     let saved = os::errno();
     // SAFETY: forwarded from the caller.
     unsafe { large::free(block) };
@@ -197,12 +219,27 @@ unsafe fn realloc_heap_block(block: NonNull<u8>, size: usize) -> *mut c_void {
     let usable = unsafe { central::usable_size(block) };
     let keeps = size <= usable && usable - size < SHRINK_SLACK.max(usable / 2);
     // SAFETY: `block` is live; resizing in place keeps it so.
-    if keeps || (size <= LARGE_MIN && unsafe { central::lock().resize_in_place(block, size) }) {
+    if keeps || (size <= LARGE_MIN && unsafe { resize_with_headroom(block, usable, size) }) {
         bump(&COUNTERS.realloc_in_place);
         return block.as_ptr().cast();
     }
-    // SAFETY: a shrink below the slack always succeeds in place above, so this grows.
+    // SAFETY: a shrink always succeeds in place above, so this grows.
     unsafe { move_block(block, usable, size) }
+}
+
+/// Resizes a heap block in place. A block that grows in place takes an eighth more than asked
+/// when its neighbour has it, so a block grown step by step (a buffer appended to) reaches the
+/// central heap once per eighth of its size instead of at every step.
+///
+/// # Safety
+/// `block` is a live central-heap block of `usable` bytes; `size <= LARGE_MIN`.
+unsafe fn resize_with_headroom(block: NonNull<u8>, usable: usize, size: usize) -> bool {
+    let mut central = central::lock();
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        (size > usable && central.resize_in_place(block, size + size / GROWTH_HEADROOM_DIVISOR))
+            || central.resize_in_place(block, size)
+    }
 }
 
 /// # Safety

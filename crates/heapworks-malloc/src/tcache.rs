@@ -28,7 +28,9 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::central::{self, Central};
 use crate::config;
-use crate::size_class::{request_of_class, CLASS_SLOTS, MAX_CLASS, MIN_CLASS};
+use crate::size_class::{
+    block_class, request_of_class, CLASS_SLOTS, MAX_CLASS, MIN_CLASS, TINY_CLASS,
+};
 use crate::stats::{bump, COUNTERS};
 
 /// Blocks a list may hold at first, by bytes (at least 2, at most 32 blocks).
@@ -111,7 +113,7 @@ unsafe fn bin(class: usize) -> *mut Bin {
 /// Pops a block of `class` from the calling thread's cache (the fast path of `malloc`).
 ///
 /// # Safety
-/// `MIN_CLASS <= class <= MAX_CLASS`.
+/// `TINY_CLASS <= class <= MAX_CLASS`.
 #[inline(always)]
 pub(crate) unsafe fn pop(class: usize) -> Option<NonNull<u8>> {
     // SAFETY: the list belongs to this thread; its blocks are free-listed, so their first word
@@ -156,8 +158,35 @@ pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
             State::Dead => return allocate_direct(class),
             State::Live => {}
         }
-        refill(bin(class), class)?;
+        if class != TINY_CLASS || !move_to_tiny(bin(TINY_CLASS), bin(MIN_CLASS)) {
+            refill(bin(class), class)?;
+        }
         pop(class)
+    }
+}
+
+/// Moves up to half of the `MIN_CLASS` list to the empty `TINY_CLASS` list (blocks freed after
+/// tiny requests come back on `MIN_CLASS`). Returns whether it moved any.
+///
+/// # Safety
+/// `tiny` and `small` are the calling thread's live lists of those classes, `tiny` empty.
+unsafe fn move_to_tiny(tiny: *mut Bin, small: *mut Bin) -> bool {
+    // SAFETY: both lists are this thread's; blocks are linked through their first word.
+    unsafe {
+        let wanted = ((*tiny).room / 2).max(1);
+        let mut moved = 0;
+        while moved < wanted {
+            let Some(block) = NonNull::new((*small).head) else {
+                break;
+            };
+            (*small).head = block.cast::<*mut u8>().read();
+            block.cast::<*mut u8>().write((*tiny).head);
+            (*tiny).head = block.as_ptr();
+            moved += 1;
+        }
+        (*small).room += moved;
+        (*tiny).room -= moved;
+        moved > 0
     }
 }
 
@@ -201,7 +230,7 @@ unsafe fn start(cache: *mut ThreadCache) {
     // SAFETY: the cache is this thread's.
     unsafe {
         let mut budget = config::thread_cache_bytes();
-        for class in MIN_CLASS..=MAX_CLASS {
+        for class in TINY_CLASS..=MAX_CLASS {
             let limit = initial_limit(class);
             let bin = bin(class);
             (*bin).limit = limit;
@@ -226,7 +255,7 @@ fn max_limit(class: usize) -> u32 {
 }
 
 fn block_bytes(class: usize) -> usize {
-    class * heapworks::GRANULE
+    block_class(class) * heapworks::GRANULE
 }
 
 fn list_bytes(class: usize, blocks: u32) -> usize {
@@ -327,7 +356,7 @@ fn retire() {
         }
         (*cache).state = State::Dead;
         let mut central = central::lock();
-        for class in MIN_CLASS..=MAX_CLASS {
+        for class in TINY_CLASS..=MAX_CLASS {
             let bin = bin(class);
             release_list(&mut central, &mut (*bin).head, u32::MAX);
             (*bin).room = 0;
