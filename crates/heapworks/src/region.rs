@@ -129,26 +129,31 @@ impl Heap {
     /// `[base, base + new_size)` is valid, used by nothing else for as long as the heap lives,
     /// and the `base` pointer first passed to [`Heap::claim`] carries provenance for all of it.
     pub unsafe fn extend(&mut self, base: *mut u8, new_size: usize) -> Result<(), ClaimError> {
-        let mut record = self.region_claimed_at(base.addr())?;
-        // SAFETY: region records live in claimed memory and are only reached through the heap.
-        let region = unsafe { record.as_mut() };
-        let new_limit = region
-            .base
+        let record = self.region_claimed_at(base.addr())?;
+        // SAFETY: region records live in claimed memory and are only reached through the heap;
+        // the fields are copied out, so no reference outlives this statement.
+        let (region_base, old_limit, sentinel) = {
+            let region = unsafe { record.as_ref() };
+            (region.base, region.limit, region.sentinel)
+        };
+        let new_limit = region_base
             .checked_add(new_size)
             .ok_or(ClaimError::Overflow)?;
-        if new_limit < region.limit {
+        if new_limit < old_limit {
             return Err(ClaimError::Shrinks);
         }
-        if self.overlaps(region.limit, new_limit, Some(record)) {
+        if self.overlaps(old_limit, new_limit, Some(record)) {
             return Err(ClaimError::Overlaps);
         }
-        region.limit = new_limit;
-        let new_sentinel = sentinel_slot_before(new_limit);
-        let gap = new_sentinel - region.sentinel.addr();
-        // SAFETY: the sentinel and the space up to the new one lie inside the grown region.
+        let gap = sentinel_slot_before(new_limit) - sentinel.addr();
+        // SAFETY: the sentinel and the space up to the new one lie inside the grown region; the
+        // record is written through its pointer while no reference to it is alive.
         unsafe {
-            if let Some(sentinel) = self.absorb_growth(region.sentinel, gap) {
-                region.sentinel = sentinel;
+            let moved_sentinel = self.absorb_growth(sentinel, gap);
+            let record = record.as_ptr();
+            (*record).limit = new_limit;
+            if let Some(moved_sentinel) = moved_sentinel {
+                (*record).sentinel = moved_sentinel;
             }
         }
         Ok(())
