@@ -130,9 +130,9 @@ impl Heap {
     /// and the `base` pointer first passed to [`Heap::claim`] carries provenance for all of it.
     pub unsafe fn extend(&mut self, base: *mut u8, new_size: usize) -> Result<(), ClaimError> {
         let record = self.region_claimed_at(base.addr())?;
-        // SAFETY: region records live in claimed memory and are only reached through the heap;
-        // the fields are copied out, so no reference outlives this statement.
         let (region_base, old_limit, sentinel) = {
+            // SAFETY: region records live in claimed memory and are only reached through the
+            // heap; the fields are copied out, so no reference outlives this block.
             let region = unsafe { record.as_ref() };
             (region.base, region.limit, region.sentinel)
         };
