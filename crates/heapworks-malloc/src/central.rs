@@ -102,7 +102,7 @@ impl Central {
         // SAFETY: `block` is live (the caller's promise), and its usable size is the layout the
         // core needs to copy and check; a shrink never moves, a grow is asked in place only.
         unsafe {
-            let usable = self.heap.usable_size(block);
+            let usable = Heap::usable_size(block);
             if new_size > usable {
                 return self.heap.try_grow_in_place(block, new_size).is_ok();
             }
@@ -180,24 +180,13 @@ impl Central {
     }
 }
 
-/// An empty heap that is never changed, through which a block's usable size is read without
-/// taking the lock (see `usable_size`).
-struct SizeProbe(Heap);
-
-// SAFETY: the probe is never mutated, and the only method called on it (`usable_size`) reads
-// the block's own header, not the heap.
-unsafe impl Sync for SizeProbe {}
-
-static SIZE_PROBE: SizeProbe = SizeProbe(Heap::new());
-
 /// The usable size of a live central-heap block, read from its header without the lock.
 ///
 /// # Safety
 /// `block` is a live block of the central heap (allocated, possibly sitting in a thread cache).
 #[inline(always)]
 pub(crate) unsafe fn usable_size(block: NonNull<u8>) -> usize {
-    // SAFETY: `Heap::usable_size` reads only the header word before `block`, which is valid for
-    // a live block of any heap; the core has no associated function for this yet (a requested
-    // change), so the call goes through a heap that never changes.
-    unsafe { SIZE_PROBE.0.usable_size(block) }
+    // SAFETY: `block` is a live block of the central heap; `Heap::usable_size` reads only its
+    // header.
+    unsafe { Heap::usable_size(block) }
 }

@@ -293,7 +293,7 @@ impl<'a> Model<'a> {
     fn admit(&mut self, block: Block) {
         let start = block.ptr.as_ptr().addr();
         // SAFETY: `block` is live in this heap.
-        let usable = unsafe { self.heap.usable_size(block.ptr) };
+        let usable = unsafe { Heap::usable_size(block.ptr) };
         let end = start + usable.max(1);
         assert_eq!(
             start % block.layout.align(),

@@ -487,9 +487,12 @@ impl Heap {
 
     /// The bytes the block at `ptr` can hold (at least what was asked for).
     ///
+    /// It reads only the block's header, so it needs no heap (nor its lock): a C `free` can
+    /// size a block before deciding where it goes.
+    ///
     /// # Safety
-    /// `ptr` is a live block of this heap.
-    pub unsafe fn usable_size(&self, ptr: NonNull<u8>) -> usize {
+    /// `ptr` is a live block of some `Heap`.
+    pub unsafe fn usable_size(ptr: NonNull<u8>) -> usize {
         // SAFETY: a live block has a valid header.
         unsafe { Chunk::from_payload(ptr).size() - WORD }
     }
@@ -533,7 +536,7 @@ impl Heap {
         self.validate(ptr)?;
         let addr = ptr.as_ptr().addr();
         // SAFETY: validated just above.
-        let usable = unsafe { self.usable_size(ptr) };
+        let usable = unsafe { Heap::usable_size(ptr) };
         if layout.size() > usable || addr & (layout.align() - 1) != 0 {
             return Err(Misuse::LayoutMismatch { addr });
         }

@@ -104,7 +104,7 @@ fn realloc_grows_into_a_free_neighbour_in_place() {
     let grown = unsafe { heap.realloc(a, layout(100), 900) }.unwrap();
     assert_eq!(grown, a);
     // SAFETY: as above.
-    assert!(unsafe { heap.usable_size(a) } >= 900);
+    assert!(unsafe { Heap::usable_size(a) } >= 900);
     heap.check().unwrap();
     // Growing past the free neighbour moves the block.
     // SAFETY: as above.
@@ -122,7 +122,7 @@ fn the_last_block_grows_into_the_free_tail() {
     // SAFETY: `a` is live.
     unsafe { heap.try_grow_in_place(a, 40_000) }.unwrap();
     // SAFETY: as above.
-    assert!(unsafe { heap.usable_size(a) } >= 40_000);
+    assert!(unsafe { Heap::usable_size(a) } >= 40_000);
     // SAFETY: as above.
     assert!(unsafe { heap.try_grow_in_place(a, 80_000) }.is_err());
     heap.check().unwrap();
@@ -143,7 +143,7 @@ fn shrinking_splits_off_the_tail_in_place() {
     // The tail is a free chunk right behind the shrunk block.
     let next = alloc(&mut heap, 500);
     // SAFETY: `a` is live.
-    assert_eq!(addr(next), addr(a) + unsafe { heap.usable_size(a) } + WORD);
+    assert_eq!(addr(next), addr(a) + unsafe { Heap::usable_size(a) } + WORD);
     heap.check().unwrap();
 }
 
