@@ -1,4 +1,5 @@
-//! The command line: `heapworks bench` and `heapworks report`.
+//! The command line: `heapworks bench`, `heapworks report`, `heapworks trace` and
+//! `heapworks replay` (the last two in [`crate::trace_commands`]).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,9 +10,11 @@ use clap::{Args, Parser, Subcommand};
 use crate::contenders::AllocatorId;
 use crate::gate;
 use crate::instructions;
+use crate::replay;
 use crate::report::{self, table, Outputs};
 use crate::results::Results;
 use crate::runner::{self, Selection};
+use crate::trace_commands::{self, ReplayArgs, TraceArgs};
 use crate::workloads::{Config, Scale, WorkloadId};
 
 /// Default directory of the HTML report.
@@ -36,9 +39,16 @@ enum Command {
     Report(ReportArgs),
     /// List the workloads and allocators that `--filter` accepts.
     List,
+    /// Capture the allocation trace of a command: `heapworks trace -o FILE -- CMD ARGS...`.
+    Trace(TraceArgs),
+    /// Replay traces on the allocators and report as `bench` does.
+    Replay(ReplayArgs),
     /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
     #[command(hide = true, name = "instructions-probe")]
     InstructionsProbe(instructions::ProbeArgs),
+    /// Internal: one trace replay, run under valgrind by `replay --instructions`.
+    #[command(hide = true, name = "replay-probe")]
+    ReplayProbe(replay::ProbeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -84,6 +94,9 @@ struct BenchArgs {
     /// Allowed growth of an instruction count under --gate, in percent.
     #[arg(long, value_name = "PERCENT", default_value_t = 1.0, requires = "gate")]
     tolerance: f64,
+    /// The trace corpus the `traces` workload replays (default: the workspace's `traces/`).
+    #[arg(long, value_name = "DIR")]
+    traces: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -105,7 +118,10 @@ pub fn main() -> ExitCode {
             print!("{}", listing());
             Ok(())
         }
+        Command::Trace(args) => trace_commands::trace(args),
+        Command::Replay(args) => trace_commands::replay(args),
         Command::InstructionsProbe(args) => instructions::probe(&args).map_err(|e| e.to_string()),
+        Command::ReplayProbe(args) => replay::probe(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -185,10 +201,12 @@ fn config_of(args: &BenchArgs) -> Config {
     let mut config = Config::at_scale(scale, args.seed);
     config.trials = args.trials.unwrap_or(config.trials);
     config.duration = args.duration.unwrap_or(config.duration);
+    config.traces = args.traces.clone().unwrap_or(config.traces);
     config
 }
 
-fn announce(outputs: &Outputs) {
+/// Tells on stderr which files a run wrote.
+pub fn announce(outputs: &Outputs) {
     let written = outputs.json.iter().chain(&outputs.csv);
     for path in written {
         eprintln!("wrote {}", path.display());

@@ -11,13 +11,16 @@
 //! call. It includes the wrapper's own handful of instructions (call, return, null check),
 //! identical for every allocator. The region is 2 MiB-aligned and the sequences are seeded,
 //! so repeated runs give the same numbers.
+//!
+//! `heapworks replay --instructions` uses the same machinery ([`count_jobs`]) with its own
+//! probe, `heapworks replay-probe …`, which replays a trace through [`MeasuredArena`].
 
-use std::alloc::Layout;
+use std::alloc::{GlobalAlloc, Layout};
 use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use clap::Args;
@@ -27,7 +30,7 @@ use crate::contenders::{self, AllocatorId, Arena, RawHeap, UseAllocator};
 use crate::region::Region;
 use crate::results::{Cell, Outcome, Summary};
 use crate::rng::Rng;
-use crate::workloads::{talc_method, Better, Config, WorkloadId};
+use crate::workloads::{talc_method, Better, Config, MetricSpec, WorkloadId};
 
 /// Heap given to every allocator in the probe.
 const PROBE_HEAP: usize = 16 << 20;
@@ -110,6 +113,17 @@ pub struct CallCounts {
     pub realloc: u64,
 }
 
+impl fmt::Display for CallCounts {
+    /// The line the probes print and [`parse_call_counts`] reads.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "calls allocate={} free={} realloc={}",
+            self.allocate, self.free, self.realloc
+        )
+    }
+}
+
 /// Fails unless `valgrind` can be run.
 pub fn check_valgrind() -> Result<(), InstructionsError> {
     match Command::new("valgrind").arg("--version").output() {
@@ -127,84 +141,110 @@ pub fn run(
     allocators: &[AllocatorId],
     progress: &ProgressBar,
 ) -> Result<Vec<Cell>, InstructionsError> {
-    let exe = std::env::current_exe()
-        .map_err(|e| InstructionsError(format!("cannot locate this executable: {e}")))?;
     let jobs: Vec<(AllocatorId, Sequence)> = Sequence::ALL
         .into_iter()
         .flat_map(|s| allocators.iter().map(move |&a| (a, s)))
         .collect();
-    progress.inc_length(jobs.len() as u64);
-    let next = AtomicUsize::new(0);
-    let finished = Mutex::new(Vec::new());
-    std::thread::scope(|scope| {
-        for _ in 0..PARALLEL_RUNS {
-            scope.spawn(|| {
-                while let Some(&(allocator, sequence)) =
-                    jobs.get(next.fetch_add(1, Ordering::Relaxed))
-                {
-                    progress
-                        .set_message(format!("instructions · {} · {allocator}", sequence.name()));
-                    let counted = count(&exe, allocator, sequence, config.seed);
-                    finished
-                        .lock()
-                        .expect("no worker panics")
-                        .push((allocator, sequence, counted));
-                    progress.inc(1);
-                }
-            });
-        }
-    });
-    let mut finished = finished.into_inner().expect("no worker panics");
-    finished.sort_by_key(|(a, s, _)| (Sequence::ALL.iter().position(|x| x == s), *a));
-    Ok(finished
+    let probes: Vec<ProbeJob> = jobs
+        .iter()
+        .map(|&(allocator, sequence)| ProbeJob {
+            label: format!("{} · {allocator}", sequence.name()),
+            args: [
+                "instructions-probe",
+                "--allocator",
+                allocator.name(),
+                "--sequence",
+                sequence.flag(),
+                "--seed",
+                &config.seed.to_string(),
+            ]
+            .map(str::to_string)
+            .to_vec(),
+        })
+        .collect();
+    let counted = count_jobs(&probes, progress)?;
+    Ok(jobs
         .into_iter()
-        .flat_map(|(a, s, counted)| cells(a, s, counted))
+        .zip(counted)
+        .flat_map(|((allocator, sequence), counted)| {
+            cells(
+                WorkloadId::Instructions.name(),
+                sequence.name(),
+                allocator,
+                counted,
+            )
+        })
         .collect())
 }
 
-fn cells(
-    allocator: AllocatorId,
-    sequence: Sequence,
-    counted: Result<[f64; 3], InstructionsError>,
-) -> Vec<Cell> {
+/// One run of this binary under callgrind: a hidden probe command that calls the allocator
+/// only through [`measured_allocate`], [`measured_free`] and [`measured_realloc`] and prints
+/// its [`CallCounts`].
+#[derive(Debug, Clone)]
+pub struct ProbeJob {
+    /// What the progress bar shows.
+    pub label: String,
+    /// The probe's command line, after the executable.
+    pub args: Vec<String>,
+}
+
+/// Instructions per allocate, free and realloc.
+pub type PerCall = Result<[f64; 3], InstructionsError>;
+
+/// Runs every job under callgrind, [`PARALLEL_RUNS`] at a time; the counts per call of each,
+/// in the jobs' order.
+pub fn count_jobs(
+    jobs: &[ProbeJob],
+    progress: &ProgressBar,
+) -> Result<Vec<PerCall>, InstructionsError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| InstructionsError(format!("cannot locate this executable: {e}")))?;
+    progress.inc_length(jobs.len() as u64);
+    let next = AtomicUsize::new(0);
+    let finished: Mutex<Vec<Option<PerCall>>> = Mutex::new(vec![None; jobs.len()]);
+    std::thread::scope(|scope| {
+        for _ in 0..PARALLEL_RUNS {
+            scope.spawn(|| loop {
+                let index = next.fetch_add(1, Ordering::Relaxed);
+                let Some(job) = jobs.get(index) else { break };
+                progress.set_message(format!("instructions · {}", job.label));
+                let counted = count(&exe, job, index);
+                finished.lock().expect("no worker panics")[index] = Some(counted);
+                progress.inc(1);
+            });
+        }
+    });
+    let finished = finished.into_inner().expect("no worker panics");
+    Ok(finished
+        .into_iter()
+        .map(|counted| counted.expect("every job ran"))
+        .collect())
+}
+
+/// The cells of one probe: instructions per allocate, free and realloc of `allocator` in
+/// `workload`'s `case`.
+pub fn cells(workload: &str, case: &str, allocator: AllocatorId, counted: PerCall) -> Vec<Cell> {
     ["allocate", "free", "realloc"]
         .into_iter()
         .enumerate()
-        .map(|(index, metric)| Cell {
-            workload: WorkloadId::Instructions.name().to_string(),
-            case: sequence.name().to_string(),
-            allocator: allocator.name().to_string(),
-            metric: metric.to_string(),
-            unit: "instr/call".to_string(),
-            better: Better::Lower,
-            primary: true,
-            outcome: match &counted {
-                Ok(values) => Outcome::Measured(Summary {
-                    median: values[index],
-                    min: values[index],
-                    max: values[index],
-                    trials: 1,
-                }),
+        .map(|(index, operation)| {
+            let outcome = match &counted {
+                Ok(values) => Outcome::Measured(Summary::single(values[index])),
                 Err(error) => Outcome::Failed(error.to_string()),
-            },
+            };
+            let metric = MetricSpec::primary(operation, "instr/call", Better::Lower);
+            Cell::of(workload, case, allocator.name(), &metric, outcome)
         })
         .collect()
 }
 
 /// Runs one probe under callgrind; instructions per allocate, free and realloc.
-fn count(
-    exe: &Path,
-    allocator: AllocatorId,
-    sequence: Sequence,
-    seed: u64,
-) -> Result<[f64; 3], InstructionsError> {
+fn count(exe: &Path, job: &ProbeJob, index: usize) -> PerCall {
     let out_file = std::env::temp_dir().join(format!(
-        "heapworks-callgrind-{}-{}-{}.out",
-        std::process::id(),
-        allocator.name(),
-        sequence.flag()
+        "heapworks-callgrind-{}-{index}.out",
+        std::process::id()
     ));
-    let run = run_probe_under_callgrind(exe, allocator, sequence, seed, &out_file);
+    let run = run_probe_under_callgrind(exe, &job.args, &out_file);
     let profile = std::fs::read_to_string(&out_file);
     let _ = std::fs::remove_file(&out_file);
     let calls = run?;
@@ -231,9 +271,7 @@ fn count(
 
 fn run_probe_under_callgrind(
     exe: &Path,
-    allocator: AllocatorId,
-    sequence: Sequence,
-    seed: u64,
+    probe_args: &[String],
     out_file: &Path,
 ) -> Result<CallCounts, InstructionsError> {
     let output = Command::new("valgrind")
@@ -249,14 +287,7 @@ fn run_probe_under_callgrind(
                 .map(|w| format!("--toggle-collect=*{w}*")),
         )
         .arg(exe)
-        .args([
-            "instructions-probe",
-            "--allocator",
-            allocator.name(),
-            "--sequence",
-            sequence.flag(),
-        ])
-        .args(["--seed", &seed.to_string()])
+        .args(probe_args)
         .output()
         .map_err(|e| InstructionsError(format!("cannot run valgrind: {e}")))?;
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -334,10 +365,7 @@ pub fn probe(args: &ProbeArgs) -> Result<(), InstructionsError> {
     };
     let counts = contenders::with_allocator(allocator, &mut region, PROBE_HEAP, probe)
         .map_err(|e| InstructionsError(e.to_string()))??;
-    println!(
-        "calls allocate={} free={} realloc={}",
-        counts.allocate, counts.free, counts.realloc
-    );
+    println!("{counts}");
     Ok(())
 }
 
@@ -371,6 +399,58 @@ pub unsafe fn measured_realloc<H: RawHeap>(
 ) -> *mut u8 {
     // SAFETY: forwarded from this function's contract.
     unsafe { heap.reallocate(ptr, layout, new_size) }
+}
+
+/// An arena as a [`GlobalAlloc`] whose every call goes through the measured wrappers, with
+/// the lock taken outside them (so callgrind counts the allocator alone), counting the calls:
+/// how a trace replay is measured.
+pub struct MeasuredArena<'a, 'r, H: RawHeap> {
+    arena: &'a Arena<'r, H>,
+    allocate: AtomicU64,
+    free: AtomicU64,
+    realloc: AtomicU64,
+}
+
+impl<'a, 'r, H: RawHeap> MeasuredArena<'a, 'r, H> {
+    /// Measures calls to `arena`.
+    pub fn new(arena: &'a Arena<'r, H>) -> Self {
+        Self {
+            arena,
+            allocate: AtomicU64::new(0),
+            free: AtomicU64::new(0),
+            realloc: AtomicU64::new(0),
+        }
+    }
+
+    /// The calls made so far.
+    pub fn calls(&self) -> CallCounts {
+        CallCounts {
+            allocate: self.allocate.load(Ordering::Relaxed),
+            free: self.free.load(Ordering::Relaxed),
+            realloc: self.realloc.load(Ordering::Relaxed),
+        }
+    }
+}
+
+// SAFETY: every call goes to the arena's heap under its lock, through wrappers that forward
+// to `RawHeap`, whose contract is `GlobalAlloc`'s (see `Arena`).
+unsafe impl<H: RawHeap> GlobalAlloc for MeasuredArena<'_, '_, H> {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.allocate.fetch_add(1, Ordering::Relaxed);
+        measured_allocate(&mut *self.arena.lock(), layout)
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        self.free.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded from `GlobalAlloc::dealloc`'s contract.
+        unsafe { measured_free(&mut *self.arena.lock(), ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        self.realloc.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: forwarded from `GlobalAlloc::realloc`'s contract.
+        unsafe { measured_realloc(&mut *self.arena.lock(), ptr, layout, new_size) }
+    }
 }
 
 /// A live block of the probe.

@@ -7,16 +7,20 @@
 //! - [`gate`]: the instruction-count regression gate against a baseline results file.
 //! - [`runner`]: plans cases, interleaves trials allocator by allocator, aggregates medians.
 //! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms.
+//! - [`replay`] and [`trace_commands`]: allocation traces of real programs (`heapworks trace`)
+//!   replayed on every contender (`heapworks replay`, the `traces` workload).
 
 pub mod cli;
 pub mod contenders;
 pub mod gate;
 pub mod instructions;
 pub mod region;
+pub mod replay;
 pub mod report;
 pub mod results;
 pub mod rng;
 pub mod runner;
 pub mod stats;
 pub mod timing;
+pub mod trace_commands;
 pub mod workloads;

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::contenders::AllocatorId;
-use crate::workloads::{Better, Config};
+use crate::workloads::{Better, Config, MetricSpec};
 
 /// Workload name of the records that describe the environment.
 pub const ENVIRONMENT: &str = "environment";
@@ -29,6 +29,16 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// One measurement: a single trial.
+    pub fn single(value: f64) -> Self {
+        Self {
+            median: value,
+            min: value,
+            max: value,
+            trials: 1,
+        }
+    }
+
     /// `(max - min) / median`, in percent.
     pub fn spread_percent(&self) -> f64 {
         if self.median == 0.0 {
@@ -70,6 +80,26 @@ pub struct Cell {
 }
 
 impl Cell {
+    /// The cell of `metric` for `allocator` in `workload`'s `case`.
+    pub fn of(
+        workload: &str,
+        case: &str,
+        allocator: &str,
+        metric: &MetricSpec,
+        outcome: Outcome,
+    ) -> Self {
+        Self {
+            workload: workload.to_string(),
+            case: case.to_string(),
+            allocator: allocator.to_string(),
+            metric: metric.name.to_string(),
+            unit: metric.unit.to_string(),
+            better: metric.better,
+            primary: metric.primary,
+            outcome,
+        }
+    }
+
     /// The median, if the cell was measured.
     pub fn median(&self) -> Option<f64> {
         match &self.outcome {

@@ -199,16 +199,13 @@ fn cells_of(case: &Case, allocator: AllocatorId, history: &[TrialOutcome]) -> Ve
                         .filter_map(|o| o.as_ref().ok()?.get(index).copied()),
                 ),
             };
-            Cell {
-                workload: case.workload.name().to_string(),
-                case: case.name.clone(),
-                allocator: allocator.name().to_string(),
-                metric: metric.name.to_string(),
-                unit: metric.unit.to_string(),
-                better: metric.better,
-                primary: metric.primary,
+            Cell::of(
+                case.workload.name(),
+                &case.name,
+                allocator.name(),
+                metric,
                 outcome,
-            }
+            )
         })
         .collect()
 }

@@ -13,10 +13,12 @@ pub mod latency;
 pub mod random_actions;
 pub mod realloc_coalesce;
 pub mod talc_method;
+pub mod traces;
 pub mod uniform_actions;
 pub mod vec_growth;
 
 use std::fmt;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -45,6 +47,8 @@ pub enum WorkloadId {
     ReallocCoalesce,
     /// Many vectors growing to 1 MiB side by side.
     VecGrowth,
+    /// Replays of real programs' allocation traces (the corpus in `traces/`).
+    Traces,
     /// Instructions per call under valgrind (only with `--instructions`).
     Instructions,
 }
@@ -61,6 +65,7 @@ impl WorkloadId {
         WorkloadId::InsertDelete,
         WorkloadId::ReallocCoalesce,
         WorkloadId::VecGrowth,
+        WorkloadId::Traces,
     ];
 
     /// Every workload, including the valgrind-driven one.
@@ -74,6 +79,7 @@ impl WorkloadId {
         WorkloadId::InsertDelete,
         WorkloadId::ReallocCoalesce,
         WorkloadId::VecGrowth,
+        WorkloadId::Traces,
         WorkloadId::Instructions,
     ];
 
@@ -89,6 +95,7 @@ impl WorkloadId {
             WorkloadId::InsertDelete => "insert_delete",
             WorkloadId::ReallocCoalesce => "realloc_coalesce",
             WorkloadId::VecGrowth => "vec_growth",
+            WorkloadId::Traces => "traces",
             WorkloadId::Instructions => "instructions",
         }
     }
@@ -131,6 +138,11 @@ impl WorkloadId {
             WorkloadId::VecGrowth => {
                 "many vectors pushed from empty to 1 MiB, interleaved: realloc-heavy growth"
             }
+            WorkloadId::Traces => {
+                "replays of real programs' allocation traces (gcc, python3, cargo, git, sort) \
+                 and seed 003's scripts: time of the allocator calls, average and p99 \
+                 response, footprint and utilization (peak live bytes over footprint)"
+            }
             WorkloadId::Instructions => {
                 "instructions per allocate, free and realloc under callgrind: deterministic, \
                  the regression gate"
@@ -156,6 +168,7 @@ impl WorkloadId {
             WorkloadId::InsertDelete => insert_delete::cases(config),
             WorkloadId::ReallocCoalesce => realloc_coalesce::cases(config),
             WorkloadId::VecGrowth => vec_growth::cases(config),
+            WorkloadId::Traces => traces::cases(config),
             WorkloadId::Instructions => Vec::new(),
         }
     }
@@ -190,6 +203,8 @@ pub struct Config {
     pub duration: Duration,
     /// Size of the run.
     pub scale: Scale,
+    /// The trace corpus of the [`WorkloadId::Traces`] workload.
+    pub traces: PathBuf,
 }
 
 impl Config {
@@ -205,6 +220,7 @@ impl Config {
             trials,
             duration: Duration::from_millis(duration_ms),
             scale,
+            traces: traces::default_corpus(),
         }
     }
 
