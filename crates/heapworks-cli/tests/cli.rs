@@ -358,3 +358,240 @@ fn instruction_counts_are_deterministic_and_gate_themselves() {
     assert!(counted.iter().all(|(_, v)| *v > 0.0), "{counted:?}");
     assert_eq!(counted, counts(&second), "same counts on every run");
 }
+
+/// The workspace's trace corpus.
+fn corpus(file: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../traces")
+        .join(file)
+}
+
+/// A C program with known calls: 3 × malloc(12345), calloc(7, 11), realloc to 54321, frees.
+const KNOWN_CALLS: &str = r#"
+#include <stdlib.h>
+int main(void) {
+    void *blocks[3];
+    for (int i = 0; i < 3; i++) blocks[i] = malloc(12345);
+    void *zeroed = calloc(7, 11);
+    blocks[1] = realloc(blocks[1], 54321);
+    for (int i = 0; i < 3; i++) free(blocks[i]);
+    free(zeroed);
+    return 0;
+}
+"#;
+
+#[test]
+fn trace_of_a_c_program_replays_on_every_allocator() {
+    let dir = scratch("trace-c");
+    let source = dir.join("known.c");
+    let program = dir.join("known");
+    std::fs::write(&source, KNOWN_CALLS).unwrap();
+    let compiled = Command::new("cc")
+        .arg(&source)
+        .arg("-o")
+        .arg(&program)
+        .status();
+    if !compiled.is_ok_and(|status| status.success()) {
+        eprintln!("no working `cc`: capture not exercised");
+        return;
+    }
+    let shim = heapworks_trace::capture::build_shim().expect("the shim builds");
+    let trace = dir.join("known.hwt");
+    let output = Command::new(env!("CARGO_BIN_EXE_heapworks"))
+        .args(["trace", "-o", trace.to_str().unwrap(), "--"])
+        .arg(&program)
+        .env(heapworks_trace::capture::SHIM_ENV, &shim)
+        .output()
+        .unwrap();
+    let summary = text(&output.stderr);
+    assert!(output.status.success(), "{summary}");
+    assert!(
+        summary.contains("1 processes traced") && summary.contains("wrote "),
+        "{summary}"
+    );
+
+    let captured = heapworks_trace::read_trace(&trace).unwrap();
+    let sizes: Vec<u64> = captured
+        .ops()
+        .iter()
+        .filter_map(|op| op.kind.size())
+        .collect();
+    assert_eq!(
+        sizes.iter().filter(|&&s| s == 12345).count(),
+        3,
+        "{sizes:?}"
+    );
+    assert_eq!(
+        sizes.iter().filter(|&&s| s == 54321).count(),
+        1,
+        "{sizes:?}"
+    );
+    assert_eq!(sizes.iter().filter(|&&s| s == 77).count(), 1, "{sizes:?}");
+
+    let html = dir.join("html");
+    let json = dir.join("replay.json");
+    let output = heapworks(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--alloc",
+        "heapworks,talc,rlsf,dlmalloc,system",
+        "--check",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    for needle in ["known.hwt [0..", "interval time", "utilization", "dlmalloc"] {
+        assert!(table.contains(needle), "table lacks {needle}:\n{table}");
+    }
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let utilizations = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["workload"] == "traces" && r["metric"] == "utilization")
+        .filter(|r| r["value"].as_f64().is_some_and(|u| u > 0.0))
+        .count();
+    assert_eq!(utilizations, 5, "every allocator has a utilization");
+}
+
+#[test]
+fn replay_report_plots_interval_average_and_utilization() {
+    let dir = scratch("replay-report");
+    let html = dir.join("html");
+    let output = heapworks(&[
+        "replay",
+        corpus("git-log.hwt").to_str().unwrap(),
+        corpus("realloc-free-10k.script").to_str().unwrap(),
+        "--alloc",
+        "heapworks,buddy_alloc,system",
+        "-r",
+        "0",
+        "3000",
+        "-r",
+        "4000",
+        "6000",
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    for title in [
+        "traces: interval time (ms)",
+        "traces: average response (ns)",
+        "traces: utilization (%)",
+    ] {
+        assert_eq!(page.matches(title).count(), 1, "one plot of {title}");
+    }
+    assert!(
+        !page.contains("traces: footprint"),
+        "footprint is in the table only"
+    );
+    for case in [
+        "git-log.hwt [0..3000)",
+        "realloc-free-10k.script [4000..6000)",
+    ] {
+        assert!(page.contains(case), "{case} missing");
+    }
+    assert!(page.contains("<svg") && page.contains("</html>"));
+}
+
+#[test]
+fn replay_of_a_corrupt_trace_names_the_offset() {
+    let dir = scratch("corrupt-trace");
+    let whole = std::fs::read(corpus("git-log.hwt")).unwrap();
+    let truncated = dir.join("truncated.hwt");
+    std::fs::write(&truncated, &whole[..whole.len() / 2]).unwrap();
+    let output = heapworks(&[
+        "replay",
+        truncated.to_str().unwrap(),
+        "--alloc",
+        "heapworks",
+        "--no-html",
+    ]);
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("truncated.hwt") && stderr.contains("byte offset"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "no table on failure");
+}
+
+#[test]
+fn replay_on_an_unknown_allocator_is_refused() {
+    let dir = scratch("replay-unknown-allocator");
+    let output = heapworks(&[
+        "replay",
+        corpus("git-log.hwt").to_str().unwrap(),
+        "--alloc",
+        "talc,jemalloc",
+        "--out",
+        dir.join("h").to_str().unwrap(),
+    ]);
+    assert_refused(&output, "unknown allocator `jemalloc`", &dir);
+}
+
+#[test]
+fn replay_in_too_small_a_heap_reports_out_of_memory_and_carries_on() {
+    let dir = scratch("replay-oom");
+    let output = heapworks(&[
+        "replay",
+        corpus("sort.hwt").to_str().unwrap(),
+        "--alloc",
+        "heapworks,talc,system",
+        "--heap",
+        "4M",
+        "--no-html",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    let interval = table
+        .lines()
+        .find(|l| l.contains("interval time"))
+        .unwrap_or_default();
+    assert_eq!(interval.matches("OOM").count(), 2, "{table}");
+    assert!(
+        interval.trim_end().ends_with('%'),
+        "system measured: {interval}"
+    );
+    assert_eq!(entries(&dir), Vec::<String>::new());
+}
+
+#[test]
+fn bench_replays_the_corpus() {
+    let dir = scratch("bench-traces");
+    let json = dir.join("r.json");
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--filter",
+        "traces,heapworks,system",
+        "--no-html",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cases: std::collections::BTreeSet<String> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["workload"] == "traces" && r["value"].as_f64().is_some())
+        .map(|r| r["case"].as_str().unwrap().to_string())
+        .collect();
+    assert!(
+        cases
+            .iter()
+            .any(|c| c.starts_with("gcc-cc1.hwt, first 2000 of")),
+        "{cases:?}"
+    );
+    assert!(
+        cases.iter().any(|c| c == "sort.hwt"),
+        "whole when short: {cases:?}"
+    );
+}

@@ -4,7 +4,8 @@
 
 use std::fmt::Write;
 
-use crate::results::{Outcome, Results, Row};
+use crate::replay;
+use crate::results::{Cell, Outcome, Results, Row};
 use crate::workloads::WorkloadId;
 
 use super::plots::{self, Series};
@@ -92,7 +93,7 @@ fn workload_section(results: &Results, workload: &str) -> String {
 }
 
 /// Latency gets percentile lines per operation; every other workload gets grouped bars per
-/// primary metric, one group per case.
+/// plotted metric, one group per case.
 fn figures(results: &Results, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
     if workload == WorkloadId::Latency.name() {
         return ["allocate", "free"]
@@ -101,7 +102,7 @@ fn figures(results: &Results, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
             .collect();
     }
     let mut metrics: Vec<&str> = Vec::new();
-    for row in rows.iter().filter(|r| r.first().primary) {
+    for row in rows.iter().filter(|r| is_plotted(workload, r.first())) {
         if !metrics.contains(&row.first().metric.as_str()) {
             metrics.push(&row.first().metric);
         }
@@ -110,6 +111,15 @@ fn figures(results: &Results, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
         .into_iter()
         .map(|metric| metric_bars(results, workload, rows, metric))
         .collect()
+}
+
+/// Primary metrics are plotted; of a trace replay only interval time, average response and
+/// utilization (per range or trace), the rest being in the table.
+fn is_plotted(workload: &str, cell: &Cell) -> bool {
+    if workload == WorkloadId::Traces.name() {
+        return replay::PLOTTED.iter().any(|m| m.name == cell.metric);
+    }
+    cell.primary
 }
 
 fn metric_bars(results: &Results, workload: &str, rows: &[Row<'_>], metric: &str) -> String {
