@@ -15,6 +15,9 @@ use crate::workloads::{Better, Config, MetricSpec};
 /// Workload name of the records that describe the environment.
 pub const ENVIRONMENT: &str = "environment";
 
+/// [`Environment::scale`] of a `heapworks replay` run: one replay per cell, no time box.
+pub const REPLAY_SCALE: &str = "replay";
+
 /// Trials of one cell, summarized.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
@@ -173,8 +176,20 @@ impl Environment {
         )
     }
 
+    /// The command that produced the results: `heapworks bench` or `heapworks replay`.
+    pub fn command(&self) -> &'static str {
+        if self.scale == REPLAY_SCALE {
+            "heapworks replay"
+        } else {
+            "heapworks bench"
+        }
+    }
+
     /// The run's settings in one line.
     pub fn settings_line(&self) -> String {
+        if self.scale == REPLAY_SCALE {
+            return format!("one replay per cell · revision {}", self.revision);
+        }
         format!(
             "seed {} · {} trials · {} ms per timed trial · {} scale · revision {}",
             self.seed, self.trials, self.duration_ms, self.scale, self.revision

@@ -21,7 +21,7 @@ use crate::instructions::{self, ProbeJob};
 use crate::region::Region;
 use crate::replay::{self, ReplaySpec};
 use crate::report::{table, Outputs};
-use crate::results::{Cell, Environment, Results};
+use crate::results::{Cell, Environment, Results, REPLAY_SCALE};
 use crate::runner;
 use crate::workloads::{Config, Scale, WorkloadId};
 
@@ -212,7 +212,7 @@ fn replay_environment(allocators: &[AllocatorId]) -> Environment {
         ..Config::at_scale(Scale::Default, 0)
     };
     Environment {
-        scale: WorkloadId::Traces.name().to_string(),
+        scale: REPLAY_SCALE.to_string(),
         ..Environment::detect(&config, allocators)
     }
 }

@@ -496,6 +496,7 @@ fn replay_report_plots_interval_average_and_utilization() {
     ] {
         assert!(page.contains(case), "{case} missing");
     }
+    assert!(page.contains("<h1>heapworks replay</h1>") && page.contains("one replay per cell"));
     assert!(page.contains("<svg") && page.contains("</html>"));
 }
 

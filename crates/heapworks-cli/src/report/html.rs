@@ -27,12 +27,14 @@ pub fn render(results: &Results) -> String {
     html.push_str("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">");
     let _ = write!(
         html,
-        "<title>heapworks bench · {}</title>",
+        "<title>{} · {}</title>",
+        results.environment.command(),
         escape(&results.environment.date)
     );
     let _ = write!(
         html,
-        "<style>{STYLE}</style></head><body>\n<h1>heapworks bench</h1>\n"
+        "<style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
+        results.environment.command()
     );
     html.push_str(&environment_block(results));
     for workload in results.workloads() {

@@ -39,9 +39,10 @@ fn header(results: &Results) -> String {
     let env = &results.environment;
     let baseline = results.baseline().unwrap_or_else(|| "-".to_string());
     format!(
-        "heapworks bench · {}\nmachine: {}\nrun: {}\ncrates: {}\n\
+        "{} · {}\nmachine: {}\nrun: {}\ncrates: {}\n\
          cells: median of trials ×ratio to {baseline}; * best of the row; \
          ± widest (max−min)/median of the row\n",
+        env.command(),
         env.date,
         env.machine_line(),
         env.settings_line(),

@@ -16,7 +16,7 @@ use super::{Better, Case, Config, Failure, MetricSpec, WorkloadId};
 use crate::replay::{self, ReplaySpec, AVERAGE, INTERVAL, UTILIZATION};
 
 /// Requests replayed of each trace in the default run.
-pub const DEFAULT_PREFIX: usize = 20_000;
+pub const DEFAULT_PREFIX: usize = 10_000;
 /// Requests replayed of each trace with `--quick`.
 pub const QUICK_PREFIX: usize = 2_000;
 
