@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Args;
 use heapworks_trace::replay::{
-    replay, Footprint, GlibcHeap, OpRange, ReplayError, ReplayOptions, ReplayReport,
+    replay, resolve_ranges, Footprint, GlibcHeap, OpRange, ReplayError, ReplayOptions, ReplayReport,
 };
 use heapworks_trace::Trace;
 
@@ -72,23 +72,6 @@ pub struct ReplaySpec<'a> {
     pub check: bool,
     /// Bytes of the region each arena manages.
     pub heap_len: usize,
-}
-
-impl ReplaySpec<'_> {
-    /// The timed ranges as `start..end` (the whole trace when none was given).
-    pub fn resolved_ranges(&self) -> Vec<Range<usize>> {
-        let len = self.trace.len();
-        if self.ranges.is_empty() {
-            return std::iter::once(0..len).collect();
-        }
-        let mut ranges: Vec<Range<usize>> = self
-            .ranges
-            .iter()
-            .map(|range| range.start..range.end.unwrap_or(len))
-            .collect();
-        ranges.sort_by_key(|range| range.start);
-        ranges
-    }
 }
 
 /// Why one replay produced no report.
@@ -188,7 +171,8 @@ impl UseAllocator for Replayer<'_> {
 }
 
 /// The cells of one replay of the trace called `name`: time metrics per range, memory
-/// metrics for the trace; every cell failed if the replay did.
+/// metrics for the trace; every cell failed if the replay did (only the memory cells if the
+/// ranges themselves are invalid).
 pub fn cells(
     name: &str,
     spec: &ReplaySpec<'_>,
@@ -198,7 +182,8 @@ pub fn cells(
     let workload = WorkloadId::Traces.name();
     let failed = |error: &ReplayFailure| Outcome::Failed(error.to_string());
     let mut cells = Vec::new();
-    for (index, range) in spec.resolved_ranges().into_iter().enumerate() {
+    let ranges = resolve_ranges(spec.ranges, spec.trace.len()).unwrap_or_default();
+    for (index, range) in ranges.into_iter().enumerate() {
         let case = range_case(name, &range);
         let timed = outcome.as_ref().map(|report| &report.ranges[index]);
         for (metric, value) in [

@@ -230,10 +230,7 @@ struct Run<'a> {
 type Replayed = (Vec<Cell>, Vec<String>);
 
 impl Run<'_> {
-    fn spec<'t>(&self, trace: &'t Trace) -> ReplaySpec<'t>
-    where
-        Self: 't,
-    {
+    fn spec<'t>(&'t self, trace: &'t Trace) -> ReplaySpec<'t> {
         ReplaySpec {
             trace,
             ranges: self.ranges,

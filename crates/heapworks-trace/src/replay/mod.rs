@@ -165,8 +165,9 @@ pub fn replay<A: GlobalAlloc + Sync>(
     Ok(report::build(&plan, &ranges, outcome, options))
 }
 
-/// Checks the ranges and gives them as `start..end`, sorted.
-fn resolve_ranges(ranges: &[OpRange], len: usize) -> Result<Vec<Range<usize>>, ReplayError> {
+/// Checks the ranges of a trace of `len` requests and gives them as `start..end`, sorted (the
+/// whole trace when there are none): the ranges a [`ReplayReport`] reports, in its order.
+pub fn resolve_ranges(ranges: &[OpRange], len: usize) -> Result<Vec<Range<usize>>, ReplayError> {
     if ranges.is_empty() {
         return Ok(std::iter::once(0..len).collect());
     }
