@@ -41,23 +41,39 @@ pub fn heap_len_for(blocks: usize) -> usize {
 
 /// One case per N.
 pub fn cases(config: &Config) -> Vec<Case> {
+    cases_per_block_count(
+        config,
+        WorkloadId::InsertDelete,
+        &METRICS,
+        |blocks, seed, deadline| Trial {
+            blocks,
+            seed,
+            deadline,
+        },
+    )
+}
+
+/// One case per N of [`block_counts`], each trial made by `make_trial(N, seed, deadline)`:
+/// shared by the two seed 003 workloads, which use the same N and heap sizes.
+pub fn cases_per_block_count<T: UseAllocator<Output = TrialOutcome> + 'static>(
+    config: &Config,
+    workload: WorkloadId,
+    metrics: &[MetricSpec],
+    make_trial: fn(usize, u64, Deadline) -> T,
+) -> Vec<Case> {
     let budget = config.trial_budget();
     block_counts(config)
         .iter()
         .map(|&blocks| {
             let heap_len = heap_len_for(blocks);
             Case {
-                workload: WorkloadId::InsertDelete,
+                workload,
                 name: format!("N = {blocks}"),
                 heap_len,
                 arena_only: true,
-                metrics: METRICS.to_vec(),
+                metrics: metrics.to_vec(),
                 run: Box::new(move |allocator, region, seed| {
-                    let trial = Trial {
-                        blocks,
-                        seed,
-                        deadline: Deadline::after(budget),
-                    };
+                    let trial = make_trial(blocks, seed, Deadline::after(budget));
                     run_trial(allocator, region, heap_len, trial)
                 }),
             }

@@ -15,10 +15,10 @@ use crate::timing::Deadline;
 
 use super::blocks::{Block, LiveBlocks};
 use super::insert_delete::{
-    allocate_sequence, block_counts, free_within, heap_len_for, release_all, split_alternate,
+    allocate_sequence, cases_per_block_count, free_within, release_all, split_alternate,
     REQUESTS_PER_CLOCK_CHECK,
 };
-use super::{run_trial, Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
+use super::{Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
 
 /// Percent chance that a realloc grows the block.
 const GROW_PERCENT: usize = 55;
@@ -31,28 +31,16 @@ const METRICS: [MetricSpec; 3] = [
 
 /// One case per N (the same N as insert-delete).
 pub fn cases(config: &Config) -> Vec<Case> {
-    let budget = config.trial_budget();
-    block_counts(config)
-        .iter()
-        .map(|&blocks| {
-            let heap_len = heap_len_for(blocks);
-            Case {
-                workload: WorkloadId::ReallocCoalesce,
-                name: format!("N = {blocks}"),
-                heap_len,
-                arena_only: true,
-                metrics: METRICS.to_vec(),
-                run: Box::new(move |allocator, region, seed| {
-                    let trial = Trial {
-                        blocks,
-                        seed,
-                        deadline: Deadline::after(budget),
-                    };
-                    run_trial(allocator, region, heap_len, trial)
-                }),
-            }
-        })
-        .collect()
+    cases_per_block_count(
+        config,
+        WorkloadId::ReallocCoalesce,
+        &METRICS,
+        |blocks, seed, deadline| Trial {
+            blocks,
+            seed,
+            deadline,
+        },
+    )
 }
 
 /// The new size for a block of `old` bytes: up with probability 55 %, otherwise down.
