@@ -75,18 +75,8 @@ struct BenchArgs {
     /// Only the instruction counts under valgrind (same as `--filter instructions`).
     #[arg(long)]
     instructions: bool,
-    /// Also write the results as a JSON array of records.
-    #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
-    /// Also write the results as CSV.
-    #[arg(long, value_name = "PATH")]
-    csv: Option<PathBuf>,
-    /// Directory of the HTML report.
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
-    out: PathBuf,
-    /// Do not write the HTML report.
-    #[arg(long)]
-    no_html: bool,
+    #[command(flatten)]
+    output: OutputArgs,
     /// Fail if heapworks' instruction counts grew past `--tolerance` against this results file
     /// (implies --instructions).
     #[arg(long, value_name = "BASELINE.json")]
@@ -132,6 +122,34 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Where a run writes its results: shared by `bench` and `replay`.
+#[derive(Args, Debug)]
+pub struct OutputArgs {
+    /// Also write the results as a JSON array of records.
+    #[arg(long, value_name = "PATH")]
+    json: Option<PathBuf>,
+    /// Also write the results as CSV.
+    #[arg(long, value_name = "PATH")]
+    csv: Option<PathBuf>,
+    /// Directory of the HTML report.
+    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
+    out: PathBuf,
+    /// Do not write the HTML report.
+    #[arg(long)]
+    no_html: bool,
+}
+
+impl OutputArgs {
+    /// The files and directory these options ask for.
+    pub fn outputs(&self) -> Outputs {
+        Outputs {
+            json: self.json.clone(),
+            csv: self.csv.clone(),
+            html_dir: (!self.no_html).then(|| self.out.clone()),
+        }
+    }
+}
+
 fn bench(args: BenchArgs) -> Result<(), String> {
     let config = config_of(&args);
     let mut filter = args.filter.clone();
@@ -140,11 +158,7 @@ fn bench(args: BenchArgs) -> Result<(), String> {
         filter.push(WorkloadId::Instructions.name().to_string());
     }
     let selection = Selection::from_filter(&filter).map_err(|e| e.to_string())?;
-    let outputs = Outputs {
-        json: args.json.clone(),
-        csv: args.csv.clone(),
-        html_dir: (!args.no_html).then(|| args.out.clone()),
-    };
+    let outputs = args.output.outputs();
     outputs.check_writable().map_err(|e| e.to_string())?;
     if selection.wants_instructions() {
         instructions::check_valgrind().map_err(|e| e.to_string())?;

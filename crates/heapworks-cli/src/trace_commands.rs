@@ -15,12 +15,12 @@ use heapworks_trace::replay::OpRange;
 use heapworks_trace::Trace;
 use indicatif::ProgressBar;
 
-use crate::cli::{announce, DEFAULT_REPORT_DIR};
+use crate::cli::{announce, OutputArgs};
 use crate::contenders::AllocatorId;
 use crate::instructions::{self, ProbeJob};
 use crate::region::Region;
 use crate::replay::{self, ReplaySpec};
-use crate::report::{table, Outputs};
+use crate::report::table;
 use crate::results::{Cell, Environment, Results, REPLAY_SCALE};
 use crate::runner;
 use crate::workloads::{Config, Scale, WorkloadId};
@@ -112,18 +112,8 @@ pub struct ReplayArgs {
     /// bytes, at least 8 MiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     heap: Option<usize>,
-    /// Also write the results as a JSON array of records.
-    #[arg(long, value_name = "PATH")]
-    json: Option<PathBuf>,
-    /// Also write the results as CSV.
-    #[arg(long, value_name = "PATH")]
-    csv: Option<PathBuf>,
-    /// Directory of the HTML report.
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
-    out: PathBuf,
-    /// Do not write the HTML report.
-    #[arg(long)]
-    no_html: bool,
+    #[command(flatten)]
+    output: OutputArgs,
 }
 
 /// `heapworks replay`: replays every trace on every allocator and reports.
@@ -137,11 +127,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
             end: Some(pair[1]),
         })
         .collect();
-    let outputs = Outputs {
-        json: args.json.clone(),
-        csv: args.csv.clone(),
-        html_dir: (!args.no_html).then(|| args.out.clone()),
-    };
+    let outputs = args.output.outputs();
     outputs.check_writable().map_err(|e| e.to_string())?;
     if args.instructions {
         instructions::check_valgrind().map_err(|e| e.to_string())?;
