@@ -50,17 +50,21 @@ pub enum Sequence {
     /// talc's random actions (max size 1000, 1 in 7 realloc) around 1000 live blocks, then
     /// free all.
     TalcMix,
+    /// talc's random actions as its benchmark runs them (max size 10000, at least 300 live),
+    /// then free all: larger blocks, so more splitting and coalescing of large chunks.
+    TalcLarge,
 }
 
 impl Sequence {
     /// Every sequence, in report order.
-    pub const ALL: [Sequence; 2] = [Sequence::Uniform64, Sequence::TalcMix];
+    pub const ALL: [Sequence; 3] = [Sequence::Uniform64, Sequence::TalcMix, Sequence::TalcLarge];
 
     /// Name on the command line and in results.
     pub fn name(self) -> &'static str {
         match self {
             Sequence::Uniform64 => "64 B, 1000 live",
             Sequence::TalcMix => "talc mix ≤1000 B, 1000 live",
+            Sequence::TalcLarge => "talc mix ≤10000 B, ≥300 live",
         }
     }
 
@@ -68,6 +72,7 @@ impl Sequence {
         match self {
             Sequence::Uniform64 => "uniform64",
             Sequence::TalcMix => "talc-mix",
+            Sequence::TalcLarge => "talc-large",
         }
     }
 
@@ -521,7 +526,8 @@ impl UseAllocator for Probe {
         let mut rng = Rng::new(self.seed);
         match self.sequence {
             Sequence::Uniform64 => uniform64(&mut counted, &mut rng)?,
-            Sequence::TalcMix => talc_mix(&mut counted, &mut rng),
+            Sequence::TalcMix => talc_mix(&mut counted, &mut rng, 1000, LIVE),
+            Sequence::TalcLarge => talc_mix(&mut counted, &mut rng, 10_000, 300),
         }
         counted.free_all();
         Ok(counted.calls)
@@ -553,19 +559,24 @@ fn uniform64<H: RawHeap>(
     Ok(())
 }
 
-fn talc_mix<H: RawHeap>(counted: &mut Counted<'_, H>, rng: &mut Rng) {
-    const MAX_SIZE: usize = 1000;
-    while counted.live.len() < LIVE {
-        counted.allocate(talc_method::layout(rng, MAX_SIZE));
+/// talc's random actions with sizes up to `max_size`, never fewer than `min_live` blocks live.
+fn talc_mix<H: RawHeap>(
+    counted: &mut Counted<'_, H>,
+    rng: &mut Rng,
+    max_size: usize,
+    min_live: usize,
+) {
+    while counted.live.len() < min_live {
+        counted.allocate(talc_method::layout(rng, max_size));
     }
     for _ in 0..CHURN {
         match rng.below(7) {
             6 => {
                 let index = rng.below(counted.live.len());
-                counted.realloc(index, rng.in_range(1, MAX_SIZE * 3));
+                counted.realloc(index, rng.in_range(1, max_size * 3));
             }
-            action if action < 3 || counted.live.len() < LIVE => {
-                counted.allocate(talc_method::layout(rng, MAX_SIZE));
+            action if action < 3 || counted.live.len() < min_live => {
+                counted.allocate(talc_method::layout(rng, max_size));
             }
             _ => counted.free(rng.below(counted.live.len())),
         }

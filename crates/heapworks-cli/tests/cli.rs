@@ -5,6 +5,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use heapworks_cli::instructions::Sequence;
+
 /// A scratch directory under the target directory, emptied on creation.
 fn scratch(name: &str) -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("heapworks-cli-{name}"));
@@ -352,8 +354,8 @@ fn instruction_counts_are_deterministic_and_gate_themselves() {
     let counted = counts(&first);
     assert_eq!(
         counted.len(),
-        2 * 2 * 3,
-        "2 allocators × 2 sequences × 3 operations"
+        2 * Sequence::ALL.len() * 3,
+        "2 allocators × every sequence × 3 operations"
     );
     assert!(counted.iter().all(|(_, v)| *v > 0.0), "{counted:?}");
     assert_eq!(counted, counts(&second), "same counts on every run");
