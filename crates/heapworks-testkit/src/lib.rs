@@ -175,7 +175,7 @@ impl<'a> Model<'a> {
             Op::GrowInPlace { slot, size } => self.grow_in_place(slot, size),
         }
         self.ops_run += 1;
-        if self.ops_run % self.check_every == 0 {
+        if self.ops_run.is_multiple_of(self.check_every) {
             self.check();
         }
     }

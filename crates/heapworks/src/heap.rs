@@ -132,7 +132,7 @@ impl Heap {
             let (block, prev_flag) = if padding == 0 {
                 (chunk, header & PREV_IN_USE)
             } else {
-                self.index.refile_in(chunk, bin, chunk, padding);
+                self.index.refile_shrunk(chunk, bin, chunk, padding);
                 chunk.write_free(padding, header & PREV_IN_USE != 0);
                 (chunk.after(padding), 0)
             };
@@ -185,20 +185,20 @@ impl Heap {
     ) -> usize {
         let spare = available - needed;
         // SAFETY: the tail lies inside the span; the index entry is moved before the tail's
-        // header and footer are written (see `FreeIndex::refile`).
+        // header and footer are written (see `FreeIndex::refile_shrunk`).
         unsafe {
             if spare >= MIN_CHUNK {
                 let tail = block.after(needed);
                 match filed {
-                    Some((filed, bin)) => self.index.refile_in(filed, bin, tail, spare),
+                    Some((filed, bin)) => self.index.refile_shrunk(filed, bin, tail, spare),
                     None => self.index.insert(tail, spare),
                 }
                 tail.write_free(spare, true);
                 block.set_header(needed | prev_flag | IN_USE);
                 needed
             } else {
-                if let Some((filed, bin)) = filed {
-                    self.index.unlink(filed, bin);
+                if let Some((filed, _)) = filed {
+                    self.index.unlink(filed);
                 }
                 block.set_header(available | prev_flag | IN_USE);
                 block.after(available).set_prev_in_use(true);
@@ -285,12 +285,13 @@ impl Heap {
                 let prev_size = chunk.prev_free_size();
                 let prev = chunk.before(prev_size);
                 if next_is_free {
-                    self.index.remove(next, next_size);
+                    self.index.unlink(next);
                 }
-                self.index.refile(prev, prev_size, prev, prev_size + total);
+                self.index
+                    .refile_grown(prev, prev_size, prev, prev_size + total);
                 prev.write_free(prev_size + total, true);
             } else if next_is_free {
-                self.index.refile(next, next_size, chunk, total);
+                self.index.refile_grown(next, next_size, chunk, total);
                 chunk.write_free(total, true);
             } else {
                 self.index.insert(chunk, size);
@@ -373,7 +374,12 @@ impl Heap {
             Counters::count(&mut self.counters.reallocs);
             return Ok(ptr);
         }
-        let moved = self.allocate_uncounted(new)?;
+        let Ok(moved) = self.allocate_uncounted(new) else {
+            // SAFETY: `chunk` is the live block at `ptr`, allocated with `old`.
+            let slid = unsafe { self.slide_back(chunk, old, new, needed) }.ok_or(AllocError)?;
+            Counters::count(&mut self.counters.reallocs);
+            return Ok(slid);
+        };
         // SAFETY: the new block is distinct from the old one and both hold at least the bytes
         // copied; the old one is live until released here.
         unsafe {
@@ -385,6 +391,59 @@ impl Heap {
         }
         Counters::count(&mut self.counters.reallocs);
         Ok(moved)
+    }
+
+    /// The last resort of a growing realloc that found no free chunk to move to: the block
+    /// slides back into its free left neighbour, taking its free right neighbour too, when the
+    /// three together hold `needed` bytes at `new`'s alignment. Only a heap close to full gets
+    /// here, so the copy (`memmove`, the spans overlap) is never on a fast path.
+    ///
+    /// # Safety
+    /// `chunk` is a live block allocated with `old`, of fewer than `needed` bytes.
+    #[cold]
+    unsafe fn slide_back(
+        &mut self,
+        chunk: Chunk,
+        old: Layout,
+        new: Layout,
+        needed: usize,
+    ) -> Option<NonNull<u8>> {
+        // SAFETY: the neighbours are found through the boundary tag and the header size, both
+        // valid for an allocated chunk; free neighbours are unlinked before their words are
+        // overwritten, and the merged span's right neighbour is in use (no two free chunks
+        // are adjacent).
+        unsafe {
+            let header = chunk.header();
+            if header & PREV_IN_USE != 0 {
+                return None;
+            }
+            let size = header & SIZE_MASK;
+            let prev = chunk.before(chunk.prev_free_size());
+            let prev_header = prev.header();
+            let next_header = chunk.after(size).header();
+            let next_size = if next_header & IN_USE == 0 {
+                next_header & SIZE_MASK
+            } else {
+                0
+            };
+            let total = (prev_header & SIZE_MASK) + size + next_size;
+            let aligned = prev.payload().as_ptr().addr() & (new.align() - 1) == 0;
+            if total < needed || !aligned {
+                return None;
+            }
+            self.index.unlink(prev);
+            if next_size != 0 {
+                self.index.unlink(chunk.after(size));
+            }
+            let keep = old.size().min(new.size());
+            core::ptr::copy(chunk.payload().as_ptr(), prev.payload().as_ptr(), keep);
+            // `occupy_span` expects a span that was free, whose right neighbour says so.
+            chunk.after(size + next_size).set_prev_in_use(false);
+            let taken = self.occupy_span(prev, prev_header & PREV_IN_USE, None, total, needed);
+            self.counters.in_use -= size;
+            self.counters.grow_in_use(taken);
+            Some(prev.payload())
+        }
     }
 
     /// Grows a block to hold `new_size` bytes without moving it, if its right neighbour is free
@@ -446,7 +505,8 @@ impl Heap {
                     return;
                 }
                 let next_size = next_header & SIZE_MASK;
-                self.index.refile(next, next_size, tail, spare + next_size);
+                self.index
+                    .refile_grown(next, next_size, tail, spare + next_size);
                 tail.write_free(spare + next_size, true);
             } else if spare >= MIN_CHUNK {
                 self.index.insert(tail, spare);
@@ -506,7 +566,7 @@ impl Heap {
     pub fn validate(&self, ptr: NonNull<u8>) -> Result<(), Misuse> {
         let addr = ptr.as_ptr().addr();
         let foreign = Misuse::Foreign { addr };
-        if addr % GRANULE != 0 {
+        if !addr.is_multiple_of(GRANULE) {
             return Err(foreign);
         }
         let region = self.region_holding(addr).ok_or(foreign)?;

@@ -115,6 +115,39 @@ fn realloc_grows_into_a_free_neighbour_in_place() {
 }
 
 #[test]
+fn a_full_heap_grows_a_block_back_into_its_free_neighbours() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let left = alloc(&mut heap, 2000);
+    let middle = alloc(&mut heap, 2000);
+    let right = alloc(&mut heap, 2000);
+    let rest = heap.stats().largest_free;
+    let _fill = alloc(&mut heap, rest);
+    // SAFETY: `middle` is live with 2000 bytes.
+    unsafe { middle.as_ptr().write_bytes(0x5a, 2000) };
+    free(&mut heap, left);
+    free(&mut heap, right);
+    // Neither neighbour alone, nor any other chunk, holds 5000 bytes; the three together do.
+    // SAFETY: `middle` is live with this layout.
+    let grown = unsafe { heap.realloc(middle, layout(2000), 5000) }.unwrap();
+    assert_eq!(grown, left, "the block slid back into its left neighbour");
+    // SAFETY: `grown` is live with at least 5000 bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(grown.as_ptr(), 2000) };
+    assert!(
+        bytes.iter().all(|&b| b == 0x5a),
+        "contents kept across the slide"
+    );
+    heap.check().unwrap();
+    // Beyond the three, the request fails and the block stays as it was.
+    // SAFETY: as above.
+    assert!(unsafe { heap.realloc(grown, layout(5000), 7000) }.is_err());
+    // SAFETY: as above.
+    let bytes = unsafe { std::slice::from_raw_parts(grown.as_ptr(), 2000) };
+    assert!(bytes.iter().all(|&b| b == 0x5a));
+    heap.check().unwrap();
+}
+
+#[test]
 fn the_last_block_grows_into_the_free_tail() {
     let mut arena = Arena::new(64 * 1024);
     let mut heap = arena.heap();

@@ -78,7 +78,7 @@ impl RawHeap for BuddyAllocHeap {
         let request = Self::request(layout);
         // SAFETY: the size is non-zero; the allocator was created by `claim`.
         let block = unsafe { self.inner().alloc(request) };
-        if block as usize % layout.align() == 0 {
+        if (block as usize).is_multiple_of(layout.align()) {
             return block;
         }
         // SAFETY: the misaligned block was just allocated with `request`; give it back.

@@ -18,7 +18,7 @@ impl UseAllocator for Exercise {
             if ptr.is_null() {
                 return Err(format!("allocation {i} failed"));
             }
-            if ptr as usize % layout.align() != 0 {
+            if !(ptr as usize).is_multiple_of(layout.align()) {
                 return Err(format!("allocation {i} misaligned"));
             }
             // SAFETY: the block is live and `layout.size()` long.

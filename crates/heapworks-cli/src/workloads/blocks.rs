@@ -116,7 +116,7 @@ impl LiveBlocks {
         let mut sample: Vec<Block> = self.blocks.iter().step_by(stride).copied().collect();
         if let Some(bad) = sample
             .iter()
-            .find(|b| b.ptr as usize % b.layout.align() != 0)
+            .find(|b| !(b.ptr as usize).is_multiple_of(b.layout.align()))
         {
             return Err(Failure::Corrupted(format!(
                 "block {:p} is not aligned to {}",

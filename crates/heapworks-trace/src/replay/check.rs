@@ -202,7 +202,7 @@ impl Checker {
     }
 
     fn check_placement(&self, addr: usize, layout: Layout) -> Result<(), CheckFailure> {
-        if addr % layout.align() != 0 {
+        if !addr.is_multiple_of(layout.align()) {
             return Err(CheckFailure::Misaligned {
                 addr,
                 align: layout.align(),
