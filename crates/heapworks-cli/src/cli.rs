@@ -10,6 +10,8 @@ use clap::{Args, Parser, Subcommand};
 use crate::contenders::AllocatorId;
 use crate::gate;
 use crate::instructions;
+use crate::malloc_bench::libraries::{self, CMalloc};
+use crate::malloc_bench::{self, MallocSelection, MallocWorkload};
 use crate::replay;
 use crate::report::{self, table, Outputs};
 use crate::results::Results;
@@ -72,9 +74,19 @@ struct BenchArgs {
     /// 80 ms, 5 ms with --quick, 200 ms with --full).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
-    /// Only the instruction counts under valgrind (same as `--filter instructions`).
+    /// Only the instruction counts under valgrind (same as `--filter instructions`, or
+    /// `--filter malloc_instructions` with --malloc).
     #[arg(long)]
     instructions: bool,
+    /// heapworks-malloc against glibc, mimalloc, jemalloc and tcmalloc, each LD_PRELOADed into
+    /// the same programs: instructions per call, free(malloc(n)), 2 threads, real programs
+    /// and the trace corpus (`--filter` takes the malloc_* workloads and these names).
+    #[arg(long, conflicts_with = "gate")]
+    malloc: bool,
+    /// With --malloc: the library to preload for a malloc instead of the default one, e.g.
+    /// `jemalloc=/opt/jemalloc/lib/libjemalloc.so` (repeatable).
+    #[arg(long, value_name = "NAME=PATH", requires = "malloc", value_parser = libraries::parse_override)]
+    malloc_lib: Vec<(CMalloc, PathBuf)>,
     #[command(flatten)]
     output: OutputArgs,
     /// Fail if heapworks' instruction counts grew past `--tolerance` against this results file
@@ -151,6 +163,9 @@ impl OutputArgs {
 }
 
 fn bench(args: BenchArgs) -> Result<(), String> {
+    if args.malloc {
+        return bench_malloc(&args);
+    }
     let config = config_of(&args);
     let mut filter = args.filter.clone();
     let baseline = args.gate.as_deref().map(read_results).transpose()?;
@@ -167,13 +182,38 @@ fn bench(args: BenchArgs) -> Result<(), String> {
         eprintln!("warning: debug build; timings are not meaningful (use `cargo run --release`)");
     }
     let results = run_selection(&config, &selection)?;
-    print!("{}", table::render(&results));
-    outputs.write(&results).map_err(|e| e.to_string())?;
-    announce(&outputs);
+    publish(&results, &outputs)?;
     match baseline {
         Some(baseline) => apply_gate(&results, &baseline, args.tolerance),
         None => Ok(()),
     }
+}
+
+/// `bench --malloc`: the C mallocs preloaded into the same programs.
+fn bench_malloc(args: &BenchArgs) -> Result<(), String> {
+    let mut filter = args.filter.clone();
+    if args.instructions {
+        filter.push(MallocWorkload::Instructions.name().to_string());
+    }
+    let selection = MallocSelection::from_filter(&filter)?;
+    let outputs = args.output.outputs();
+    outputs.check_writable().map_err(|e| e.to_string())?;
+    let progress = runner::progress_bar(0);
+    let results = malloc_bench::run(&config_of(args), &selection, &args.malloc_lib, &progress);
+    progress.finish_and_clear();
+    let results = results?;
+    for note in malloc_bench::failure_notes(&results) {
+        eprintln!("note: {note}");
+    }
+    publish(&results, &outputs)
+}
+
+/// Prints the table and writes the files of `outputs`.
+fn publish(results: &Results, outputs: &Outputs) -> Result<(), String> {
+    print!("{}", table::render(results));
+    outputs.write(results).map_err(|e| e.to_string())?;
+    announce(outputs);
+    Ok(())
 }
 
 fn apply_gate(results: &Results, baseline: &Results, tolerance: f64) -> Result<(), String> {
@@ -237,10 +277,7 @@ fn rerender(args: &ReportArgs) -> Result<(), String> {
         ..Outputs::default()
     };
     outputs.check_writable().map_err(|e| e.to_string())?;
-    print!("{}", table::render(&results));
-    outputs.write(&results).map_err(|e| e.to_string())?;
-    announce(&outputs);
-    Ok(())
+    publish(&results, &outputs)
 }
 
 fn read_results(path: &Path) -> Result<Results, String> {
@@ -265,6 +302,21 @@ fn listing() -> String {
             allocator.name(),
             allocator.crate_version()
         ));
+    }
+    text.push_str("bench --malloc workloads:\n");
+    for workload in MallocWorkload::ALL {
+        text.push_str(&format!(
+            "  {:<19} {}\n",
+            workload.name(),
+            workload.description()
+        ));
+    }
+    text.push_str("bench --malloc mallocs:\n");
+    for malloc in CMalloc::ALL {
+        let source = malloc
+            .debian_package()
+            .unwrap_or("libheapworks_malloc.so of this workspace");
+        text.push_str(&format!("  {:<19} {source}\n", malloc.name()));
     }
     text
 }

@@ -14,6 +14,8 @@
 //!
 //! `heapworks replay --instructions` uses the same machinery ([`count_jobs`]) with its own
 //! probe, `heapworks replay-probe …`, which replays a trace through [`MeasuredArena`].
+//! `heapworks bench --malloc` reads the profiles of its C driver with [`inclusive_costs`] and
+//! [`outgoing_calls`] (see [`crate::malloc_bench`]).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::collections::HashMap;
@@ -347,6 +349,30 @@ pub fn inclusive_costs(profile: &str) -> HashMap<String, u64> {
     costs
 }
 
+/// The calls every function of an uncompressed callgrind profile makes: their number and
+/// their inclusive cost, summed over the function's call lines (its own cost left out).
+pub fn outgoing_calls(profile: &str) -> HashMap<String, (u64, u64)> {
+    let mut calls: HashMap<String, (u64, u64)> = HashMap::new();
+    let mut function = "";
+    let mut lines = profile.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = line.strip_prefix("fn=") {
+            function = name;
+        } else if let Some(call) = line.strip_prefix("calls=") {
+            let count: u64 = call
+                .split_whitespace()
+                .next()
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(0);
+            let cost = lines.next().and_then(cost_of_line).unwrap_or(0);
+            let entry = calls.entry(function.to_string()).or_default();
+            entry.0 += count;
+            entry.1 += cost;
+        }
+    }
+    calls
+}
+
 /// The event count of a cost line (`<position> <Ir>`), or `None` for any other line.
 fn cost_of_line(line: &str) -> Option<u64> {
     let first = line.chars().next()?;
@@ -610,6 +636,15 @@ mod tests {
         let costs = inclusive_costs(profile);
         assert_eq!(costs["a::measured_allocate"], 47);
         assert_eq!(costs["inner"], 40);
+    }
+
+    #[test]
+    fn outgoing_calls_add_call_lines_only() {
+        let profile = "events: Ir\nfn=measured_fill\n0 180\ncfn=malloc\ncalls=20 37 \n0 280\n\
+                       0 20\ncfn=malloc\ncalls=19980 37 \n0 279720\n0 60080\nfn=malloc\n0 14\n";
+        let calls = outgoing_calls(profile);
+        assert_eq!(calls["measured_fill"], (20_000, 280_000));
+        assert!(!calls.contains_key("malloc"));
     }
 
     #[test]

@@ -9,11 +9,14 @@
 //! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms.
 //! - [`replay`] and [`trace_commands`]: allocation traces of real programs (`heapworks trace`)
 //!   replayed on every contender (`heapworks replay`, the `traces` workload).
+//! - [`malloc_bench`]: `heapworks bench --malloc`, heapworks-malloc against the C mallocs
+//!   (glibc, mimalloc, jemalloc, tcmalloc) preloaded into the same programs.
 
 pub mod cli;
 pub mod contenders;
 pub mod gate;
 pub mod instructions;
+pub mod malloc_bench;
 pub mod region;
 pub mod replay;
 pub mod report;

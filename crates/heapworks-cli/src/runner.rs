@@ -51,12 +51,7 @@ impl Selection {
     pub fn from_filter(terms: &[String]) -> Result<Self, UnknownName> {
         let mut workloads = Vec::new();
         let mut allocators = Vec::new();
-        for term in terms
-            .iter()
-            .flat_map(|t| t.split(','))
-            .map(str::trim)
-            .filter(|t| !t.is_empty())
-        {
+        for term in filter_terms(terms) {
             if let Some(workload) = WorkloadId::from_name(term) {
                 workloads.push(workload);
             } else if let Some(allocator) = AllocatorId::from_name(term) {
@@ -86,8 +81,21 @@ impl Selection {
     }
 }
 
+/// The names of `--filter` arguments: commas separate several in one argument.
+pub fn filter_terms(terms: &[String]) -> impl Iterator<Item = &str> {
+    terms
+        .iter()
+        .flat_map(|t| t.split(','))
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
 /// `picked` deduplicated in the order of `order`, or `default` when nothing was picked.
-fn in_canonical_order<T: Copy + PartialEq>(picked: Vec<T>, default: &[T], order: &[T]) -> Vec<T> {
+pub fn in_canonical_order<T: Copy + PartialEq>(
+    picked: Vec<T>,
+    default: &[T],
+    order: &[T],
+) -> Vec<T> {
     if picked.is_empty() {
         return default.to_vec();
     }
@@ -210,7 +218,8 @@ fn cells_of(case: &Case, allocator: AllocatorId, history: &[TrialOutcome]) -> Ve
         .collect()
 }
 
-fn summarize(values: impl Iterator<Item = f64>) -> Outcome {
+/// Median, min and max of the finite values of a cell's trials.
+pub fn summarize(values: impl Iterator<Item = f64>) -> Outcome {
     let values: Vec<f64> = values.filter(|v| v.is_finite()).collect();
     match (median(&values), min_max(&values)) {
         (Some(median), Some((min, max))) => Outcome::Measured(Summary {

@@ -289,6 +289,8 @@ fn list_names_every_workload_and_allocator() {
         "heapworks",
         "buddy_alloc",
         "system",
+        "malloc_programs",
+        "tcmalloc",
     ] {
         assert!(listing.contains(name), "{name} missing:\n{listing}");
     }
@@ -597,4 +599,91 @@ fn bench_replays_the_corpus() {
         cases.iter().any(|c| c == "sort.hwt"),
         "whole when short: {cases:?}"
     );
+}
+
+fn valgrind_installed() -> bool {
+    Command::new("valgrind").arg("--version").output().is_ok()
+}
+
+/// `bench --malloc`, end to end: heapworks-malloc (built by the bench when needed) and glibc
+/// preloaded into the C programs and real programs, with jemalloc pointed at a library that
+/// does not exist, which must become a `missing` column with a note, not an error. Checks
+/// that every number is positive and finite; nothing here depends on how fast anything is.
+#[test]
+fn malloc_bench_measures_preloaded_programs_and_notes_a_missing_library() {
+    let dir = scratch("malloc");
+    let json = dir.join("r.json");
+    let mut filter =
+        String::from("malloc_sizes,malloc_threads,malloc_programs,heapworks,glibc,jemalloc");
+    if valgrind_installed() {
+        filter.push_str(",malloc_instructions");
+    }
+    let output = heapworks(&[
+        "bench",
+        "--malloc",
+        "--quick",
+        "--filter",
+        &filter,
+        "--malloc-lib",
+        "jemalloc=/nonexistent/libjemalloc.so.2",
+        "--no-html",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    let stderr = text(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("note: jemalloc: missing: /nonexistent/libjemalloc.so.2 not found"),
+        "{stderr}"
+    );
+    let table = text(&output.stdout);
+    assert!(
+        table.contains("malloc_programs") && table.contains("missing"),
+        "{table}"
+    );
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cells: Vec<&serde_json::Value> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["workload"].as_str().unwrap().starts_with("malloc_"))
+        .collect();
+    for cell in &cells {
+        let status = cell["status"].as_str().unwrap();
+        if cell["allocator"] == "jemalloc" {
+            assert!(status.starts_with("missing: /nonexistent"), "{cell}");
+        } else if status.contains("is not installed") {
+            eprintln!("skipped: {status}");
+        } else {
+            let value = cell["value"].as_f64().unwrap_or(f64::NAN);
+            assert!(value.is_finite() && value > 0.0, "{cell}");
+        }
+    }
+    let cases: std::collections::BTreeSet<&str> =
+        cells.iter().map(|c| c["case"].as_str().unwrap()).collect();
+    for case in [
+        "50 B",
+        "50 MB",
+        "producer/consumer, 2 threads",
+        "mixed sizes, 2 threads",
+    ] {
+        assert!(cases.contains(case), "{case} missing from {cases:?}");
+    }
+    assert!(cases.iter().any(|c| c.starts_with("sort, ")), "{cases:?}");
+}
+
+#[test]
+fn malloc_bench_refuses_bad_options_before_running() {
+    let dir = scratch("malloc-refused");
+    let json = dir.join("r.json");
+    let json = json.to_str().unwrap();
+    let unknown = heapworks(&["bench", "--malloc", "--filter", "talc", "--json", json]);
+    assert_refused(&unknown, "unknown --malloc workload or malloc `talc`", &dir);
+    let glibc = heapworks(&["bench", "--malloc", "--malloc-lib", "glibc=/lib/libc.so.6"]);
+    assert_refused(&glibc, "not preloaded", &dir);
+    let without_malloc = heapworks(&["bench", "--malloc-lib", "jemalloc=/x.so"]);
+    assert_refused(&without_malloc, "--malloc", &dir);
+    let gated = heapworks(&["bench", "--malloc", "--gate", json]);
+    assert_refused(&gated, "cannot be used with", &dir);
 }

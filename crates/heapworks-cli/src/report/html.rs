@@ -9,7 +9,7 @@ use crate::results::{Cell, Outcome, Results, Row};
 use crate::workloads::WorkloadId;
 
 use super::plots::{self, Series};
-use super::{format_ratio, format_value, table};
+use super::{format_ratio, format_value, table, workload_description};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1200px}\
 table{border-collapse:collapse;margin:1em 0;font-size:13px}\
@@ -79,7 +79,7 @@ fn workload_section(results: &Results, workload: &str) -> String {
         .into_iter()
         .filter(|r| r.first().workload == workload)
         .collect();
-    let description = WorkloadId::from_name(workload).map_or("", |w| w.description());
+    let description = workload_description(workload);
     let mut html = format!(
         "<section id=\"{0}\"><h2>{0}</h2><p>{1}</p>\n{2}",
         escape(workload),

@@ -14,7 +14,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::malloc_bench::MallocWorkload;
 use crate::results::Results;
+use crate::workloads::WorkloadId;
 
 /// Where a run's results go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -157,6 +159,14 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> 
         let _ = fs::remove_file(&temporary);
         OutputError::new(path, error)
     })
+}
+
+/// What a workload measures, for headings: a `bench` workload or a `bench --malloc` one.
+pub fn workload_description(name: &str) -> &'static str {
+    WorkloadId::from_name(name)
+        .map(WorkloadId::description)
+        .or_else(|| MallocWorkload::from_name(name).map(MallocWorkload::description))
+        .unwrap_or("")
 }
 
 /// A number with about three significant digits, as in the tables.

@@ -3,9 +3,8 @@
 //! the best cell of the row; the last column is the widest spread of the row's trials.
 
 use crate::results::{Outcome, Results, Row};
-use crate::workloads::WorkloadId;
 
-use super::{format_ratio, format_value};
+use super::{format_ratio, format_value, workload_description};
 
 /// The table with its header lines (machine, settings, versions, legend).
 pub fn render(results: &Results) -> String {
@@ -51,8 +50,7 @@ fn header(results: &Results) -> String {
 }
 
 fn workload_heading(workload: &str) -> String {
-    let description = WorkloadId::from_name(workload).map_or("", |w| w.description());
-    format!("\n{workload}: {description}\n")
+    format!("\n{workload}: {}\n", workload_description(workload))
 }
 
 fn title_line(allocators: &[String]) -> Vec<String> {
@@ -105,6 +103,8 @@ pub fn short_failure(status: &str) -> &'static str {
         "CORRUPT"
     } else if status.starts_with("setup failed") {
         "no setup"
+    } else if status.starts_with("missing") {
+        "missing"
     } else {
         "failed"
     }

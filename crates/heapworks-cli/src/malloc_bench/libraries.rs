@@ -1,0 +1,268 @@
+//! The C mallocs of `bench --malloc` and where their libraries are: heapworks-malloc built
+//! from this workspace, glibc's own malloc (nothing preloaded), and Debian's mimalloc,
+//! jemalloc and tcmalloc. A library that is not there makes its column `missing` with the
+//! reason and the package that provides it, never an error.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Where Debian puts the x86-64 shared libraries.
+const DEBIAN_LIB_DIR: &str = "/usr/lib/x86_64-linux-gnu";
+
+/// One column of `bench --malloc`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum CMalloc {
+    /// heapworks-malloc (`libheapworks_malloc.so`): every ratio is to it.
+    Heapworks,
+    /// glibc's malloc: the process as it is, nothing preloaded.
+    Glibc,
+    /// Debian's `libmimalloc2.0`.
+    Mimalloc,
+    /// Debian's `libjemalloc2`.
+    Jemalloc,
+    /// Debian's `libtcmalloc-minimal4` (gperftools).
+    Tcmalloc,
+}
+
+impl CMalloc {
+    /// Every column, in report order.
+    pub const ALL: [CMalloc; 5] = [
+        CMalloc::Heapworks,
+        CMalloc::Glibc,
+        CMalloc::Mimalloc,
+        CMalloc::Jemalloc,
+        CMalloc::Tcmalloc,
+    ];
+
+    /// Name on the command line and in results (`heapworks` is the ratios' baseline).
+    pub fn name(self) -> &'static str {
+        match self {
+            CMalloc::Heapworks => "heapworks",
+            CMalloc::Glibc => "glibc",
+            CMalloc::Mimalloc => "mimalloc",
+            CMalloc::Jemalloc => "jemalloc",
+            CMalloc::Tcmalloc => "tcmalloc",
+        }
+    }
+
+    /// Looks a column up by its [`name`](Self::name).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|m| m.name() == name)
+    }
+
+    /// The Debian package that provides the library (glibc: the C library itself).
+    pub fn debian_package(self) -> Option<&'static str> {
+        match self {
+            CMalloc::Heapworks => None,
+            CMalloc::Glibc => Some("libc6"),
+            CMalloc::Mimalloc => Some("libmimalloc2.0"),
+            CMalloc::Jemalloc => Some("libjemalloc2"),
+            CMalloc::Tcmalloc => Some("libtcmalloc-minimal4"),
+        }
+    }
+
+    /// Where Debian installs a peer's library.
+    fn debian_library(self) -> Option<PathBuf> {
+        let file = match self {
+            CMalloc::Heapworks | CMalloc::Glibc => return None,
+            CMalloc::Mimalloc => "libmimalloc.so.2",
+            CMalloc::Jemalloc => "libjemalloc.so.2",
+            CMalloc::Tcmalloc => "libtcmalloc_minimal.so.4",
+        };
+        Some(Path::new(DEBIAN_LIB_DIR).join(file))
+    }
+}
+
+impl fmt::Display for CMalloc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// `--malloc-lib NAME=PATH`: a library to preload instead of the default one.
+pub fn parse_override(text: &str) -> Result<(CMalloc, PathBuf), String> {
+    let (name, path) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=PATH"))?;
+    let malloc = CMalloc::from_name(name.trim()).ok_or_else(|| {
+        let names: Vec<&str> = CMalloc::ALL.iter().map(|m| m.name()).collect();
+        format!("unknown malloc `{name}` (one of {})", names.join(", "))
+    })?;
+    if malloc == CMalloc::Glibc {
+        return Err("glibc is the malloc of the process itself; it is not preloaded".into());
+    }
+    Ok((malloc, PathBuf::from(path)))
+}
+
+/// A column that can run: its malloc, what to preload, and the version to print.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Library {
+    /// Which malloc.
+    pub malloc: CMalloc,
+    /// The shared library to `LD_PRELOAD`; `None` for glibc.
+    pub preload: Option<PathBuf>,
+    /// Package and version, or the path of an overriding library.
+    pub version: String,
+}
+
+impl Library {
+    /// Sets up `command` to run under this malloc: `LD_PRELOAD` set, or removed for glibc.
+    pub fn apply<'c>(&self, command: &'c mut Command) -> &'c mut Command {
+        match &self.preload {
+            Some(path) => command.env("LD_PRELOAD", path),
+            None => command.env_remove("LD_PRELOAD"),
+        }
+    }
+}
+
+/// The columns of a run: those that can run, and those that cannot with the reason.
+#[derive(Debug, Clone, Default)]
+pub struct Lineup {
+    /// Columns with their libraries, in report order.
+    pub present: Vec<Library>,
+    /// Columns whose library is missing, with why (`missing: …`).
+    pub missing: Vec<(CMalloc, String)>,
+}
+
+impl Lineup {
+    /// Finds the library of every column of `columns`, building heapworks-malloc when its
+    /// library is not overridden.
+    pub fn find(columns: &[CMalloc], overrides: &[(CMalloc, PathBuf)]) -> Self {
+        let mut lineup = Self::default();
+        for &malloc in columns {
+            let chosen = overrides.iter().rev().find(|(m, _)| *m == malloc);
+            match locate(malloc, chosen.map(|(_, path)| path.as_path())) {
+                Ok(library) => lineup.present.push(library),
+                Err(why) => lineup.missing.push((malloc, format!("missing: {why}"))),
+            }
+        }
+        lineup
+    }
+
+    /// `(name, version)` of every column, missing ones included, in report order.
+    pub fn versions(&self) -> Vec<(String, String)> {
+        let mut versions: Vec<(CMalloc, String)> = self
+            .present
+            .iter()
+            .map(|l| (l.malloc, l.version.clone()))
+            .chain(
+                self.missing
+                    .iter()
+                    .map(|(m, _)| (*m, format!("{m} missing"))),
+            )
+            .collect();
+        versions.sort();
+        versions
+            .into_iter()
+            .map(|(m, v)| (m.name().to_string(), v))
+            .collect()
+    }
+}
+
+/// The library of `malloc`: `chosen` when given, else the default one.
+fn locate(malloc: CMalloc, chosen: Option<&Path>) -> Result<Library, String> {
+    let preload = match (malloc, chosen) {
+        (CMalloc::Glibc, _) => None,
+        (_, Some(path)) => Some(existing(path, None)?),
+        (CMalloc::Heapworks, None) => Some(build_heapworks()?),
+        (peer, None) => {
+            let path = peer.debian_library().expect("a peer has a Debian library");
+            Some(existing(&path, peer.debian_package())?)
+        }
+    };
+    let version = match (malloc, chosen) {
+        (_, Some(path)) => format!("{malloc} {}", path.display()),
+        (CMalloc::Heapworks, None) => "heapworks-malloc (built from this workspace)".into(),
+        (_, None) => debian_version(malloc),
+    };
+    Ok(Library {
+        malloc,
+        preload,
+        version,
+    })
+}
+
+/// `path` if it is a file; else why not, with the package to install.
+fn existing(path: &Path, package: Option<&str>) -> Result<PathBuf, String> {
+    if path.is_file() {
+        return Ok(path.to_path_buf());
+    }
+    let hint = package.map_or_else(String::new, |p| {
+        format!(" (Debian/Ubuntu: apt-get install {p})")
+    });
+    Err(format!("{} not found{hint}", path.display()))
+}
+
+/// `malloc`'s Debian package and its installed version, e.g. `libjemalloc2 5.3.0-1`.
+fn debian_version(malloc: CMalloc) -> String {
+    let Some(package) = malloc.debian_package() else {
+        return malloc.name().to_string();
+    };
+    let version = Command::new("dpkg-query")
+        .args(["-W", "-f=${Version}", package])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| String::from_utf8_lossy(&out.stdout).trim().to_string());
+    match version {
+        Some(version) if !version.is_empty() => format!("{malloc} ({package} {version})"),
+        _ => format!("{malloc} ({package})"),
+    }
+}
+
+/// The cargo target directory the running executable was built into (`<target>/<profile>/`,
+/// or `<target>/<profile>/deps/` for a test).
+pub fn target_dir() -> Result<PathBuf, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("cannot locate this executable: {e}"))?;
+    let mut profile_dir = exe.parent().unwrap_or(Path::new("/"));
+    if profile_dir.ends_with("deps") {
+        profile_dir = profile_dir.parent().unwrap_or(Path::new("/"));
+    }
+    profile_dir
+        .parent()
+        .map(Path::to_path_buf)
+        .ok_or_else(|| format!("{} is not in a cargo target directory", exe.display()))
+}
+
+/// Builds the release `libheapworks_malloc.so` of this workspace with cargo (a no-op when it
+/// is up to date) into the target directory of the running executable, and returns its path.
+/// When cargo cannot build it, an existing library is used with a warning.
+fn build_heapworks() -> Result<PathBuf, String> {
+    let target = target_dir()?;
+    let library = target.join("release").join("libheapworks_malloc.so");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+    let built = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "-p",
+            "heapworks-malloc",
+            "--lib",
+        ])
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .arg("--target-dir")
+        .arg(&target)
+        .status();
+    let failure = match built {
+        Ok(status) if status.success() => return existing(&library, None),
+        Ok(status) => format!("cargo build failed ({status})"),
+        Err(error) => format!("cannot run cargo: {error}"),
+    };
+    if library.is_file() {
+        eprintln!(
+            "warning: {failure}; using the existing {}",
+            library.display()
+        );
+        return Ok(library);
+    }
+    Err(format!(
+        "{} is not built and {failure}; build it with `cargo build --release -p \
+         heapworks-malloc`, or name a library with --malloc-lib heapworks=PATH",
+        library.display()
+    ))
+}

@@ -1,0 +1,246 @@
+//! Unit tests of `bench --malloc`: filters, library look-up, parsers of the C programs'
+//! output, generated inputs, and task runs with a stand-in library.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use super::inputs;
+use super::libraries::{parse_override, CMalloc, Library, Lineup};
+use super::*;
+use crate::results::Summary;
+use crate::workloads::{Better, Scale};
+
+fn scratch(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!(
+        "heapworks-malloc-bench-test-{tag}-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn filter_picks_workloads_and_mallocs_in_report_order() {
+    let selection =
+        MallocSelection::from_filter(&["tcmalloc,malloc_sizes".into(), "heapworks".into()])
+            .unwrap();
+    assert_eq!(selection.workloads, vec![MallocWorkload::Sizes]);
+    assert_eq!(
+        selection.columns,
+        vec![CMalloc::Heapworks, CMalloc::Tcmalloc]
+    );
+    let everything = MallocSelection::from_filter(&[]).unwrap();
+    assert_eq!(everything.workloads, MallocWorkload::ALL);
+    assert_eq!(everything.columns, CMalloc::ALL);
+}
+
+#[test]
+fn unknown_filter_terms_list_the_valid_ones() {
+    let error = MallocSelection::from_filter(&["talc".into()]).unwrap_err();
+    assert!(error.contains("`talc`"), "{error}");
+    assert!(error.contains("malloc_threads") && error.contains("jemalloc"));
+}
+
+#[test]
+fn overrides_parse_and_refuse_glibc() {
+    assert_eq!(
+        parse_override("jemalloc=/opt/lib/libjemalloc.so"),
+        Ok((CMalloc::Jemalloc, PathBuf::from("/opt/lib/libjemalloc.so")))
+    );
+    assert!(parse_override("glibc=/lib/libc.so.6").is_err());
+    assert!(parse_override("jemalloc").is_err());
+    assert!(parse_override("hoard=/x.so")
+        .unwrap_err()
+        .contains("unknown malloc"));
+}
+
+#[test]
+fn a_missing_library_is_a_missing_column_with_the_package_to_install() {
+    let overrides = [(
+        CMalloc::Mimalloc,
+        PathBuf::from("/nonexistent/libmimalloc.so"),
+    )];
+    let lineup = Lineup::find(&[CMalloc::Glibc, CMalloc::Mimalloc], &overrides);
+    assert_eq!(lineup.present.len(), 1);
+    assert_eq!(lineup.present[0].malloc, CMalloc::Glibc);
+    assert_eq!(lineup.present[0].preload, None);
+    let (malloc, why) = &lineup.missing[0];
+    assert_eq!(*malloc, CMalloc::Mimalloc);
+    assert!(
+        why.starts_with("missing: /nonexistent/libmimalloc.so not found"),
+        "{why}"
+    );
+    let names: Vec<String> = lineup.versions().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["glibc", "mimalloc"]);
+}
+
+#[test]
+fn version_strings_name_the_package() {
+    let lineup = Lineup::find(&[CMalloc::Glibc], &[]);
+    assert!(lineup.present[0].version.starts_with("glibc (libc6"));
+}
+
+#[test]
+fn size_labels_and_driver_output() {
+    let labels: Vec<String> = timed::SIZES.iter().map(|&n| timed::size_label(n)).collect();
+    assert_eq!(
+        labels,
+        ["50 B", "500 B", "5 KB", "50 KB", "500 KB", "5 MB", "50 MB"]
+    );
+    let stdout = "50 1.5\n500 2.0\n5000 3\n50000 4\n500000 5\n5000000 6\n50000000 7.25\n";
+    assert_eq!(
+        timed::parse_sizes(stdout),
+        Ok(vec![1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 7.25])
+    );
+    assert!(timed::parse_sizes("50 1.5\n").is_err());
+    assert!(timed::parse_sizes("").is_err());
+}
+
+#[test]
+fn fields_of_program_output() {
+    assert_eq!(
+        process::field("requests 5 live 0\nns 1200\n", "ns"),
+        Some(1200.0)
+    );
+    assert_eq!(process::field("ops 10\nns 20\n", "ops"), Some(10.0));
+    assert_eq!(process::field("ops x\n", "ops"), None);
+    assert_eq!(process::field("", "ns"), None);
+}
+
+#[test]
+fn callgrind_counts_per_call() {
+    let profile = "events: Ir\nfn=measured_fill\n0 180\ncfn=malloc\ncalls=20000 0\n0 280000\n\
+                   fn=measured_empty\ncfn=free\ncalls=20000 0\n0 400000\n\
+                   fn=pingpong_loop\n0 100000\ncfn=malloc\ncalls=20000 0\n0 280000\n\
+                   cfn=free\ncalls=20000 0\n0 400000\n\
+                   fn=measured_grow\ncfn=realloc\ncalls=4000 0\n0 132000\n";
+    assert_eq!(counts::per_call(profile), Ok(vec![14.0, 20.0, 39.0, 33.0]));
+    assert!(counts::per_call("events: Ir\nfn=main\n0 5\n").is_err());
+}
+
+#[test]
+fn generated_inputs_are_deterministic_and_sized() {
+    assert_eq!(inputs::c_source(5), inputs::c_source(5));
+    assert_eq!(inputs::sort_lines(100).lines().count(), 100);
+    assert_eq!(
+        inputs::git_stream(3)
+            .matches("\ncommit refs/heads/main")
+            .count()
+            + 1,
+        3
+    );
+    assert_eq!(inputs::makefile(10).matches("\n\t@echo").count(), 10);
+}
+
+#[test]
+fn the_generated_c_file_compiles() {
+    let dir = scratch("c-source");
+    let source = dir.join("generated.c");
+    std::fs::write(&source, inputs::c_source(12)).unwrap();
+    let binary = dir.join("generated");
+    let mut compile = Command::new("cc");
+    compile
+        .args(["-O2", "-Wall", "-Werror", "-o"])
+        .arg(&binary)
+        .arg(&source);
+    process::run(&mut compile).unwrap();
+    let output = process::run(&mut Command::new(&binary)).unwrap();
+    assert!(!output.stdout.is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn glibc() -> Library {
+    Library {
+        malloc: CMalloc::Glibc,
+        preload: None,
+        version: "glibc".into(),
+    }
+}
+
+fn config(trials: usize) -> Config {
+    Config {
+        trials,
+        ..Config::at_scale(Scale::Tiny, 1)
+    }
+}
+
+#[test]
+fn tasks_interleave_trials_and_fold_failures_and_missing_columns() {
+    let lineup = Lineup {
+        present: vec![
+            glibc(),
+            Library {
+                malloc: CMalloc::Jemalloc,
+                preload: Some("/x.so".into()),
+                version: "x".into(),
+            },
+        ],
+        missing: vec![(CMalloc::Tcmalloc, "missing: not here".into())],
+    };
+    let task = Task {
+        workload: MallocWorkload::Sizes,
+        label: "t".into(),
+        outputs: vec![Output::new(
+            "c",
+            MetricSpec::primary("m", "u", Better::Lower),
+        )],
+        deterministic: false,
+        check: Some(Box::new(|library| match library.malloc {
+            CMalloc::Jemalloc => Err("not interposed".into()),
+            _ => Ok(()),
+        })),
+        run: Box::new(|_, seed| Ok(vec![(seed % 3) as f64 + 1.0])),
+    };
+    let progress = ProgressBar::hidden();
+    let cells = run_task(&task, &lineup, &config(3), &progress);
+    assert_eq!(cells.len(), 3);
+    let Outcome::Measured(Summary { trials, .. }) = cells[0].outcome else {
+        panic!("glibc measured: {:?}", cells[0].outcome);
+    };
+    assert_eq!(trials, 3);
+    assert_eq!(cells[1].outcome, Outcome::Failed("not interposed".into()));
+    assert_eq!(
+        cells[2].outcome,
+        Outcome::Failed("missing: not here".into())
+    );
+    let results = Results {
+        environment: Environment::default(),
+        cells,
+    };
+    assert_eq!(
+        failure_notes(&results),
+        [
+            "jemalloc: not interposed (c)",
+            "tcmalloc: missing: not here (c)"
+        ]
+    );
+}
+
+/// A real run of every C program under glibc: the numbers are positive and finite.
+#[test]
+fn the_c_programs_run_and_report_sane_numbers() {
+    let dir = scratch("programs");
+    let programs = Programs::compile(&dir).unwrap();
+    let config = config(1);
+    let mut tasks = vec![
+        counts::task(&programs.driver, &dir),
+        timed::sizes_task(&config, &programs.driver),
+    ];
+    tasks.extend(timed::threads_tasks(&config, &programs.threads));
+    tasks.extend(real::trace_tasks(&config, &programs, &dir));
+    let lineup = Lineup {
+        present: vec![glibc()],
+        missing: Vec::new(),
+    };
+    if crate::instructions::check_valgrind().is_err() {
+        tasks.remove(0);
+    }
+    for task in &tasks {
+        for cell in run_task(task, &lineup, &config, &ProgressBar::hidden()) {
+            let value = cell.median().unwrap_or_else(|| panic!("{cell:?}"));
+            assert!(value.is_finite() && value > 0.0, "{cell:?}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1,0 +1,94 @@
+//! The timed C workloads: `free(malloc(n))` in a loop for n = 50 B … 50 MB (seed 004's
+//! table), and two threads, producer/consumer and mixed sizes (`threads.c`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use super::process;
+use super::{MallocWorkload, Output, Task};
+use crate::workloads::{Better, Config, MetricSpec};
+
+/// The block sizes of seed 004's table.
+pub const SIZES: [u64; 7] = [50, 500, 5_000, 50_000, 500_000, 5_000_000, 50_000_000];
+
+const PER_ITERATION: MetricSpec = MetricSpec::primary("free(malloc(n))", "ns", Better::Lower);
+const THROUGHPUT: MetricSpec = MetricSpec::primary("throughput", "Mops/s", Better::Higher);
+
+/// `50 B`, `5 KB`, `50 MB`: decimal units, as seed 004 writes them.
+pub fn size_label(bytes: u64) -> String {
+    match bytes {
+        0..1_000 => format!("{bytes} B"),
+        1_000..1_000_000 => format!("{} KB", bytes / 1_000),
+        _ => format!("{} MB", bytes / 1_000_000),
+    }
+}
+
+/// The `free(malloc(n))` loop: one driver run per trial gives every size.
+pub fn sizes_task(config: &Config, driver: &Path) -> Task {
+    let iterations: u64 = config.pick(20_000, 200_000, 500_000);
+    let driver = driver.to_path_buf();
+    Task {
+        workload: MallocWorkload::Sizes,
+        label: "free(malloc(n))".into(),
+        outputs: SIZES
+            .iter()
+            .map(|&n| Output::new(&size_label(n), PER_ITERATION))
+            .collect(),
+        deterministic: false,
+        check: None,
+        run: Box::new(move |library, _seed| {
+            let mut command = Command::new(&driver);
+            command.args(["sizes", &iterations.to_string()]);
+            parse_sizes(&process::run(library.apply(&mut command))?.stdout)
+        }),
+    }
+}
+
+/// The driver's `<n> <ns>` lines, one per size of [`SIZES`] in order.
+pub fn parse_sizes(stdout: &str) -> Result<Vec<f64>, String> {
+    let values: Vec<(u64, f64)> = stdout
+        .lines()
+        .filter_map(|line| {
+            let (n, ns) = line.split_once(' ')?;
+            Some((n.parse().ok()?, ns.trim().parse().ok()?))
+        })
+        .collect();
+    let sizes: Vec<u64> = values.iter().map(|(n, _)| *n).collect();
+    if sizes != SIZES {
+        return Err(format!("the driver printed sizes {sizes:?}"));
+    }
+    Ok(values.into_iter().map(|(_, ns)| ns).collect())
+}
+
+/// The two-thread workloads, each time-boxed to the run's trial duration.
+pub fn threads_tasks(config: &Config, threads: &Path) -> Vec<Task> {
+    [
+        ("prodcons", "producer/consumer, 2 threads"),
+        ("mixed", "mixed sizes, 2 threads"),
+    ]
+    .into_iter()
+    .map(|(mode, case)| threads_task(config, threads.to_path_buf(), mode, case))
+    .collect()
+}
+
+fn threads_task(config: &Config, threads: PathBuf, mode: &'static str, case: &str) -> Task {
+    let micros = config.duration.as_micros().max(1).to_string();
+    Task {
+        workload: MallocWorkload::Threads,
+        label: case.into(),
+        outputs: vec![Output::new(case, THROUGHPUT)],
+        deterministic: false,
+        check: None,
+        run: Box::new(move |library, seed| {
+            let mut command = Command::new(&threads);
+            command.args([mode, &micros, &seed.to_string()]);
+            let stdout = process::run(library.apply(&mut command))?.stdout;
+            let ops = process::field(&stdout, "ops");
+            let ns = process::field(&stdout, "ns");
+            match (ops, ns) {
+                (Some(ops), Some(ns)) if ns > 0.0 => Ok(vec![ops / ns * 1e3]),
+                _ => Err(format!("unexpected output: {}", stdout.trim())),
+            }
+        }),
+    }
+}
