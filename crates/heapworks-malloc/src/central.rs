@@ -6,6 +6,12 @@
 //! Every block the heap hands out stays allocated in the heap's eyes while a thread cache holds
 //! it, so a cached block's header is always valid. The lock is never held while calling
 //! anything that could allocate.
+//!
+//! Memory goes back lazily and bounded: after every [`TRIM_EVERY`] bytes freed into the heap,
+//! the whole pages inside the unused spans of free chunks of at least [`TRIM_MIN_SPAN`] are
+//! discarded (`madvise(MADV_DONTNEED)`, under the lock, so no block is carved from them
+//! meanwhile). A hot loop thus refaults at most one trim's worth of pages per `TRIM_EVERY`
+//! bytes it frees, while a program that frees a lot stops paying memory for it.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -20,6 +26,10 @@ use crate::stats::{add, bump, COUNTERS};
 const RESERVATION: usize = 1 << 30;
 /// The least committed at a time.
 const MIN_COMMIT: usize = 2 << 20;
+/// Bytes freed into the central heap between two trims.
+const TRIM_EVERY: usize = 64 << 20;
+/// Unused spans shorter than this stay resident: a few pages are not worth a syscall.
+const TRIM_MIN_SPAN: usize = 256 << 10;
 /// Room for the core's region record, end sentinel, alignment padding and a block header.
 const REGION_OVERHEAD: usize = 256;
 
@@ -36,6 +46,7 @@ pub(crate) struct Central {
     heap: Heap,
     newest: Option<Reservation>,
     committed_total: usize,
+    freed_since_trim: usize,
 }
 
 // SAFETY: the reservation pointer names memory owned by the heap, which is `Send`; nothing is
@@ -47,6 +58,7 @@ static CENTRAL: SpinLock<Central> = SpinLock::new(Central {
     heap: Heap::new(),
     newest: None,
     committed_total: 0,
+    freed_since_trim: 0,
 });
 
 /// Locks the central heap.
@@ -91,7 +103,39 @@ impl Central {
     #[inline]
     pub(crate) unsafe fn free(&mut self, block: NonNull<u8>) {
         // SAFETY: forwarded from the caller.
-        unsafe { self.heap.free(block) }
+        unsafe {
+            self.freed_since_trim += Heap::usable_size(block);
+            self.heap.free(block);
+        }
+        if self.freed_since_trim >= TRIM_EVERY {
+            self.trim();
+        }
+    }
+
+    /// Gives the whole pages of the heap's large unused spans back to the OS.
+    #[cold]
+    fn trim(&mut self) {
+        self.freed_since_trim = 0;
+        let mut trimmed = 0;
+        self.heap.for_each_unused_span(|start, len| {
+            if len < TRIM_MIN_SPAN {
+                return;
+            }
+            let addr = start.as_ptr().addr();
+            let Some(first) = os::round_to_pages(addr) else {
+                return;
+            };
+            let end = (addr + len) & !(os::PAGE - 1);
+            if first < end {
+                // SAFETY: the pages lie inside a free chunk's unused span, in a committed
+                // segment, and the heap keeps nothing there; the lock is held, so no block is
+                // carved from them before the call returns.
+                unsafe { os::discard(start.add(first - addr), end - first) };
+                trimmed += end - first;
+            }
+        });
+        bump(&COUNTERS.trims);
+        add(&COUNTERS.trimmed_bytes, trimmed);
     }
 
     /// Resizes a block in place to hold `new_size` bytes. Returns whether it could.

@@ -33,8 +33,10 @@
 //! neighbour in place and shrinks them by splitting.
 //!
 //! Memory goes back to the OS lazily and bounded: freed large mappings wait in a cache of at
-//! most 64 MiB (configurable) and the oldest are unmapped beyond it. Free memory inside the
-//! central heap's segments is kept (the core has no API yet to name free page spans).
+//! most 64 MiB (configurable) and the oldest are unmapped beyond it. Inside the central heap's
+//! segments, after every 64 MiB freed, the whole pages of free chunks' unused spans of at least
+//! 256 KiB are discarded with `madvise(MADV_DONTNEED)` (the core names them with
+//! `Heap::for_each_unused_span`).
 //!
 //! Only x86-64 Linux with glibc is supported (the TLS access is written in assembly).
 #![deny(unsafe_op_in_unsafe_fn)]

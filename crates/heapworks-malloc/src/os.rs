@@ -49,6 +49,17 @@ pub(crate) unsafe fn commit(addr: NonNull<u8>, len: usize) -> bool {
     unsafe { libc::mprotect(addr.as_ptr().cast(), len, protection) == 0 }
 }
 
+/// Gives the pages of `[addr, addr + len)` back to the OS, keeping the mapping: they read as
+/// zero and cost no memory until touched again.
+///
+/// # Safety
+/// The range is page-aligned, inside a read-write mapping owned by the caller, and holds
+/// nothing anyone will read before writing.
+pub(crate) unsafe fn discard(addr: NonNull<u8>, len: usize) {
+    // SAFETY: forwarded from the caller. A failure only keeps the pages resident.
+    unsafe { libc::madvise(addr.as_ptr().cast(), len, libc::MADV_DONTNEED) };
+}
+
 /// Unmaps `[addr, addr + len)`.
 ///
 /// # Safety

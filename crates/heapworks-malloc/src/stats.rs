@@ -23,6 +23,10 @@ pub(crate) struct Counters {
     pub(crate) segment_bytes: AtomicUsize,
     /// Address-space reservations made for the central heap.
     pub(crate) reservations: AtomicUsize,
+    /// Times the central heap gave the unused pages of its free chunks back to the OS.
+    pub(crate) trims: AtomicUsize,
+    /// Bytes of free central-heap pages given back to the OS (a page may count more than once).
+    pub(crate) trimmed_bytes: AtomicUsize,
     /// Large blocks handed out.
     pub(crate) large_allocations: AtomicUsize,
     /// Large blocks served from the cache of freed ones.
@@ -46,6 +50,8 @@ pub(crate) static COUNTERS: Counters = Counters {
     central_direct: AtomicUsize::new(0),
     segment_bytes: AtomicUsize::new(0),
     reservations: AtomicUsize::new(0),
+    trims: AtomicUsize::new(0),
+    trimmed_bytes: AtomicUsize::new(0),
     large_allocations: AtomicUsize::new(0),
     large_reused: AtomicUsize::new(0),
     large_remaps: AtomicUsize::new(0),
@@ -112,6 +118,12 @@ fn write_report(out: &mut StackText) -> fmt::Result {
         "  segments: {} B committed in {} reservations (mmap, no brk)",
         get(&c.segment_bytes),
         get(&c.reservations)
+    )?;
+    writeln!(
+        out,
+        "  trims: {} times, {} B of free pages given back (madvise)",
+        get(&c.trims),
+        get(&c.trimmed_bytes)
     )?;
     writeln!(
         out,

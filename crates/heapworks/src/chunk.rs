@@ -30,6 +30,8 @@ pub(crate) const GRANULE: usize = 2 * WORD;
 pub(crate) const GRANULE_SHIFT: u32 = GRANULE.trailing_zeros();
 /// The smallest chunk: a free chunk needs a header, two links and a footer.
 pub(crate) const MIN_CHUNK: usize = 4 * WORD;
+/// Bytes of a free chunk that hold metadata: header, `next`, `prev` and footer.
+pub(crate) const FREE_METADATA: usize = 4 * WORD;
 /// Set in a header when this chunk is allocated (or is a region record or end sentinel).
 pub(crate) const IN_USE: usize = 1;
 /// Set in a header when the chunk before this one is in use.
@@ -205,6 +207,15 @@ impl Chunk {
     pub(crate) unsafe fn footer(self) -> usize {
         // SAFETY: the footer is the last word of the chunk.
         unsafe { self.0.add(self.size() - WORD).cast::<usize>().read() }
+    }
+
+    /// The bytes of this free chunk of `size` bytes that hold no metadata: all but the
+    /// header, the two link words and the footer. `None` when there are none.
+    #[inline]
+    pub(crate) fn unused_span(self, size: usize) -> Option<(NonNull<u8>, usize)> {
+        let len = size.checked_sub(FREE_METADATA)?;
+        // SAFETY: the span starts after the link words, inside the chunk.
+        (len > 0).then(|| (unsafe { self.0.add(3 * WORD) }, len))
     }
 
     /// The next chunk in this free chunk's list ([`crate::free_index`]'s sink ends a list).

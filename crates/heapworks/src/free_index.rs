@@ -314,6 +314,25 @@ impl FreeIndex {
         }
     }
 
+    /// Calls `f` with every free chunk and its size, bin by bin. O(free chunks + bins).
+    ///
+    /// # Safety
+    /// The index is consistent.
+    pub(crate) unsafe fn for_each(&self, mut f: impl FnMut(Chunk, usize)) {
+        let mut next_bin = self.occupancy.first_at_or_above(0);
+        while let Some(bin) = next_bin {
+            let mut cursor = self.heads[bin];
+            while let Some(chunk) = listed(cursor) {
+                // SAFETY: listed chunks are free chunks with valid headers and links.
+                unsafe {
+                    f(chunk, chunk.size());
+                    cursor = chunk.next_free();
+                }
+            }
+            next_bin = self.occupancy.first_at_or_above(bin + 1);
+        }
+    }
+
     /// The size of the largest free chunk, if any. Walks the highest non-empty bin only.
     ///
     /// # Safety

@@ -51,6 +51,7 @@ mod heap;
 #[cfg(feature = "lock_api")]
 mod locked;
 mod region;
+mod spans;
 mod stats;
 mod unsync;
 

@@ -471,3 +471,47 @@ fn grow_and_shrink_may_change_alignment() {
     assert_eq!(shrunk, grown, "shrinking keeps an aligned block in place");
     heap.check().unwrap();
 }
+
+#[test]
+fn unused_spans_of_free_chunks_may_be_overwritten() {
+    let mut arena = Arena::new(256 * 1024);
+    let mut heap = arena.heap();
+    let sizes = [40, 700, 3000, 90, 5000, 16, 1200, 256];
+    let blocks: Vec<(NonNull<u8>, usize)> = (0..40)
+        .map(|i| {
+            let size = sizes[i % sizes.len()];
+            let block = alloc(&mut heap, size);
+            // SAFETY: the block is live with `size` bytes.
+            unsafe { block.as_ptr().write_bytes(i as u8, size) };
+            (block, size)
+        })
+        .collect();
+    for &(block, _) in blocks.iter().step_by(3) {
+        free(&mut heap, block);
+    }
+    let mut spans = Vec::new();
+    heap.for_each_unused_span(|start, len| spans.push((start, len)));
+    let unused: usize = spans.iter().map(|&(_, len)| len).sum();
+    let stats = heap.stats();
+    assert!(unused <= stats.free && unused + spans.len() * 4 * WORD >= stats.free - 4 * WORD);
+    for &(start, len) in &spans {
+        // SAFETY: the heap keeps nothing in these bytes.
+        unsafe { start.as_ptr().write_bytes(0xa5, len) };
+    }
+    heap.check().unwrap();
+    for (i, &(block, size)) in blocks.iter().enumerate().filter(|(i, _)| i % 3 != 0) {
+        // SAFETY: the block is still live.
+        let bytes = unsafe { std::slice::from_raw_parts(block.as_ptr(), size) };
+        assert!(
+            bytes.iter().all(|&b| b == i as u8),
+            "live block {i} untouched"
+        );
+    }
+    // The heap goes on serving and merging over the scribbled bytes.
+    let big = alloc(&mut heap, 100_000);
+    for &(block, _) in blocks.iter().skip(1).step_by(3) {
+        free(&mut heap, block);
+    }
+    free(&mut heap, big);
+    heap.check().unwrap();
+}
