@@ -235,14 +235,7 @@ fn build_heapworks() -> Result<PathBuf, String> {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let built = Command::new(cargo)
-        .args([
-            "build",
-            "--quiet",
-            "--release",
-            "-p",
-            "heapworks-malloc",
-            "--lib",
-        ])
+        .args(["build", "--release", "-p", "heapworks-malloc", "--lib"])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
