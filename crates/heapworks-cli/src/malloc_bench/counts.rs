@@ -29,6 +29,7 @@ const CASE_64: &str = "64 B blocks, 1000 live";
 
 /// The one task of the instruction counts: four numbers per malloc.
 pub fn task(driver: &Path, scratch: &Path) -> Task {
+    let driver_check = super::timed::driver_check(driver, scratch);
     let driver = driver.to_path_buf();
     let scratch = scratch.to_path_buf();
     Task {
@@ -53,11 +54,12 @@ pub fn task(driver: &Path, scratch: &Path) -> Task {
             ),
         ],
         deterministic: true,
-        check: Some(Box::new(|_| {
+        check: Some(Box::new(move |library| {
             check_valgrind().map_err(|_| {
                 "missing: valgrind is not installed (Debian/Ubuntu: apt-get install valgrind)"
                     .to_string()
-            })
+            })?;
+            driver_check(library)
         })),
         run: Box::new(move |library, _seed| count(&driver, &scratch, library)),
     }

@@ -4,17 +4,19 @@
 //! - [`libraries`]: the columns and their shared libraries (heapworks-malloc built when
 //!   needed; a missing peer is a `missing` column, not an error).
 //! - [`process`]: the C workload programs of `crates/heapworks-malloc/bench/`, compiled with
-//!   `cc` into the target directory, and runs of any program with wall time and peak RSS.
+//!   `cc` into the target directory, and runs of any program: with the proof that the
+//!   preloaded malloc is the one called, or with wall time and peak RSS.
 //! - [`counts`]: instructions per call under callgrind.
 //! - [`timed`]: `free(malloc(n))` for n = 50 B … 50 MB, and two threads.
 //! - [`real`] and [`inputs`]: python3, gcc, git, sort and make on generated inputs, and the
 //!   trace corpus replayed through malloc; interposition and output checked.
 //!
-//! Every workload is a list of [`Task`]s. A task runs its check once per malloc, then its
-//! trials interleaved malloc by malloc (trial 1 of every malloc, then trial 2, …) with one
-//! seed per trial shared by all; each cell is the median of the trials. Results are the same
-//! cells as `bench`'s, so the table, JSON, CSV and HTML renderers print them, with ratios to
-//! heapworks.
+//! Every workload is a list of [`Task`]s. A task runs its check once per malloc (for every
+//! task, [`process::run_bound`]: the dynamic linker must bind `malloc` to the preloaded
+//! library), then its trials interleaved malloc by malloc (trial 1 of every malloc, then
+//! trial 2, …) with one seed per trial shared by all; each cell is the median of the trials.
+//! Results are the same cells as `bench`'s, so the table, JSON, CSV and HTML renderers print
+//! them, with ratios to heapworks.
 
 pub mod counts;
 pub mod inputs;
@@ -23,7 +25,6 @@ pub mod process;
 pub mod real;
 pub mod timed;
 
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 use indicatif::ProgressBar;
@@ -91,8 +92,8 @@ impl MallocWorkload {
             }
             MallocWorkload::Programs => {
                 "real programs under LD_PRELOAD on generated inputs: wall time, and peak RSS \
-                 (wait4's ru_maxrss: the largest process of the run); malloc's binding \
-                 checked with LD_DEBUG=bindings and the output checked equal to glibc's"
+                 (wait4's ru_maxrss: the largest process of the run); every output checked \
+                 equal to glibc's"
             }
             MallocWorkload::Traces => {
                 "the trace corpus replayed through malloc by a C replayer (one thread, in the \
@@ -105,12 +106,6 @@ impl MallocWorkload {
     /// Looks a workload up by its [`name`](Self::name).
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|w| w.name() == name)
-    }
-}
-
-impl fmt::Display for MallocWorkload {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -253,8 +248,8 @@ fn plan(
         .iter()
         .flat_map(|workload| match workload {
             MallocWorkload::Instructions => vec![counts::task(&programs.driver, scratch)],
-            MallocWorkload::Sizes => vec![timed::sizes_task(config, &programs.driver)],
-            MallocWorkload::Threads => timed::threads_tasks(config, &programs.threads),
+            MallocWorkload::Sizes => vec![timed::sizes_task(config, &programs.driver, scratch)],
+            MallocWorkload::Threads => timed::threads_tasks(config, &programs.threads, scratch),
             MallocWorkload::Programs => real::program_tasks(config, &programs.measure, scratch),
             MallocWorkload::Traces => real::trace_tasks(config, programs, scratch),
         })

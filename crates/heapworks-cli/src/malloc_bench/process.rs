@@ -1,11 +1,14 @@
 //! Child processes of `bench --malloc`: the C programs compiled at run time from
-//! `crates/heapworks-malloc/bench/`, runs of any program with its output, and measured runs
-//! (wall time and peak RSS, taken by `measure.c` with `wait4`).
+//! `crates/heapworks-malloc/bench/`, runs of any program with its output, runs that prove
+//! the preloaded malloc is the one called, and measured runs (wall time and peak RSS, taken by
+//! `measure.c` with `wait4`).
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use super::libraries::Library;
 
 /// The C sources of the workload programs.
 pub fn sources_dir() -> PathBuf {
@@ -77,6 +80,55 @@ pub fn run(command: &mut Command) -> Result<Captured, String> {
     } else {
         Err(failure(command, &output.status.to_string(), &captured))
     }
+}
+
+/// Where [`run_bound`] keeps the dynamic linker's logs, in the run's scratch directory.
+pub fn logs_dir(scratch: &Path) -> PathBuf {
+    scratch.join("ld-debug")
+}
+
+/// Runs `command` under `library` once with `LD_DEBUG=bindings` (the dynamic linker's log in
+/// `logs`), which must bind `malloc` to the preloaded library: the proof of interposition.
+/// glibc, which preloads nothing, just runs.
+pub fn run_bound(
+    command: &mut Command,
+    library: &Library,
+    logs: &Path,
+) -> Result<Captured, String> {
+    library.apply(command);
+    let Some(preload) = &library.preload else {
+        return run(command);
+    };
+    let _ = std::fs::remove_dir_all(logs);
+    std::fs::create_dir_all(logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    command
+        .env("LD_DEBUG", "bindings")
+        .env("LD_DEBUG_OUTPUT", logs.join("bindings"));
+    let captured = run(command);
+    let bound = malloc_bound_to(logs, preload);
+    let _ = std::fs::remove_dir_all(logs);
+    let captured = captured?;
+    if bound {
+        Ok(captured)
+    } else {
+        Err(format!(
+            "not interposed: the dynamic linker bound no `malloc` to {}",
+            preload.display()
+        ))
+    }
+}
+
+/// Whether a log of `LD_DEBUG=bindings` in `logs` binds `malloc` to `library`.
+fn malloc_bound_to(logs: &Path, library: &Path) -> bool {
+    let needle = format!(" to {} [", library.display());
+    let Ok(entries) = std::fs::read_dir(logs) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
+        log.lines()
+            .any(|line| line.contains(&needle) && line.contains("normal symbol `malloc'"))
+    })
 }
 
 fn failure(command: &Command, status: &str, captured: &Captured) -> String {

@@ -2,9 +2,8 @@
 //! (or the replayer's own time of the requests) and peak RSS.
 //!
 //! Every program is first run once under glibc, untimed, for the reference output. Before its
-//! trials, each preloaded malloc runs it once with `LD_DEBUG=bindings`: the dynamic linker's
-//! log must show `malloc` bound to the preloaded library (the proof of interposition), and
-//! the output must equal glibc's. Every timed run's output is compared again. A program
+//! trials, each preloaded malloc runs it once through [`process::run_bound`] (the proof of
+//! interposition), and the output must equal glibc's. Every timed run's output is compared again. A program
 //! that is not installed, or whose input cannot be made, gives `missing` or failed cells.
 
 use std::ffi::OsString;
@@ -121,42 +120,9 @@ impl Program {
 
     /// The untimed check of `library`: `malloc` bound to it, the output glibc's.
     fn check(&self, library: &Library, reference: &str, logs: &Path) -> Result<(), String> {
-        let Some(preload) = &library.preload else {
-            return Ok(());
-        };
-        let _ = std::fs::remove_dir_all(logs);
-        std::fs::create_dir_all(logs).map_err(|e| format!("{}: {e}", logs.display()))?;
-        let mut command = self.command();
-        library
-            .apply(&mut command)
-            .env("LD_DEBUG", "bindings")
-            .env("LD_DEBUG_OUTPUT", logs.join("bindings"));
-        let captured = process::run(&mut command);
-        let bound = malloc_bound_to(logs, preload);
-        let _ = std::fs::remove_dir_all(logs);
-        self.same_output(&captured?.stdout, reference)?;
-        if bound {
-            Ok(())
-        } else {
-            Err(format!(
-                "not interposed: the dynamic linker bound no `malloc` to {}",
-                preload.display()
-            ))
-        }
+        let captured = process::run_bound(&mut self.command(), library, logs)?;
+        self.same_output(&captured.stdout, reference)
     }
-}
-
-/// Whether a log of `LD_DEBUG=bindings` in `logs` binds `malloc` to `library`.
-fn malloc_bound_to(logs: &Path, library: &Path) -> bool {
-    let needle = format!(" to {} [", library.display());
-    let Ok(entries) = std::fs::read_dir(logs) else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let log = std::fs::read_to_string(entry.path()).unwrap_or_default();
-        log.lines()
-            .any(|line| line.contains(&needle) && line.contains("normal symbol `malloc'"))
-    })
 }
 
 /// The task of one program: a check per malloc, then trials of time and peak RSS.
@@ -225,7 +191,7 @@ const DEFAULT: Sizes = Sizes {
 /// The real programs: python3, gcc, git, sort and make, their inputs made in `dir`.
 pub fn program_tasks(config: &Config, measure: &Measure, dir: &Path) -> Vec<Task> {
     let sizes = config.pick(&QUICK, &DEFAULT, &DEFAULT);
-    let logs = dir.join("ld-debug");
+    let logs = process::logs_dir(dir);
     let programs = [
         (
             format!(
@@ -347,7 +313,7 @@ fn make(measure: &Measure, dir: &Path, targets: usize) -> Result<Program, String
 /// The trace corpus of `config`, each trace converted to text in `dir` and replayed by
 /// the C replayer; a corpus that cannot be read becomes one task that fails with the reason.
 pub fn trace_tasks(config: &Config, programs: &Programs, dir: &Path) -> Vec<Task> {
-    let logs = dir.join("ld-debug");
+    let logs = process::logs_dir(dir);
     let traces = match read_traces_in(&config.traces) {
         Ok(traces) => traces,
         Err(error) => {

@@ -150,6 +150,45 @@ fn the_generated_c_file_compiles() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Compiles `source` into a shared library in `dir`.
+fn shared_library(dir: &std::path::Path, name: &str, source: &str) -> PathBuf {
+    let c_file = dir.join(format!("{name}.c"));
+    std::fs::write(&c_file, source).unwrap();
+    let library = dir.join(format!("{name}.so"));
+    let mut compile = Command::new("cc");
+    compile
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&c_file);
+    process::run(&mut compile).unwrap();
+    library
+}
+
+#[test]
+fn interposition_is_proven_by_the_dynamic_linker_log() {
+    let dir = scratch("bound");
+    let forwarding = shared_library(
+        &dir,
+        "forwarding",
+        "#include <stddef.h>\nextern void *__libc_malloc(size_t);\n\
+         void *malloc(size_t n) { return __libc_malloc(n); }\n",
+    );
+    let unrelated = shared_library(&dir, "unrelated", "int unrelated(void) { return 1; }\n");
+    let library = |preload: PathBuf| Library {
+        malloc: CMalloc::Jemalloc,
+        preload: Some(preload),
+        version: String::new(),
+    };
+    let logs = dir.join("logs");
+    let mut sort = Command::new("sort");
+    sort.arg("/dev/null");
+    assert!(process::run_bound(&mut sort, &library(forwarding), &logs).is_ok());
+    let error = process::run_bound(&mut sort, &library(unrelated), &logs).unwrap_err();
+    assert!(error.starts_with("not interposed"), "{error}");
+    assert!(process::run_bound(&mut sort, &glibc(), &logs).is_ok());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 fn glibc() -> Library {
     Library {
         malloc: CMalloc::Glibc,
@@ -225,9 +264,9 @@ fn the_c_programs_run_and_report_sane_numbers() {
     let config = config(1);
     let mut tasks = vec![
         counts::task(&programs.driver, &dir),
-        timed::sizes_task(&config, &programs.driver),
+        timed::sizes_task(&config, &programs.driver, &dir),
     ];
-    tasks.extend(timed::threads_tasks(&config, &programs.threads));
+    tasks.extend(timed::threads_tasks(&config, &programs.threads, &dir));
     tasks.extend(real::trace_tasks(&config, &programs, &dir));
     let lineup = Lineup {
         present: vec![glibc()],

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::process;
-use super::{MallocWorkload, Output, Task};
+use super::{CheckFn, MallocWorkload, Output, Task};
 use crate::workloads::{Better, Config, MetricSpec};
 
 /// The block sizes of seed 004's table.
@@ -23,9 +23,21 @@ pub fn size_label(bytes: u64) -> String {
     }
 }
 
+/// The check of a malloc in the driver: a short `driver sizes` run must call it
+/// ([`process::run_bound`]).
+pub fn driver_check(driver: &Path, scratch: &Path) -> Box<CheckFn> {
+    let (driver, logs) = (driver.to_path_buf(), process::logs_dir(scratch));
+    Box::new(move |library| {
+        let mut command = Command::new(&driver);
+        command.args(["sizes", "10"]);
+        process::run_bound(&mut command, library, &logs).map(drop)
+    })
+}
+
 /// The `free(malloc(n))` loop: one driver run per trial gives every size.
-pub fn sizes_task(config: &Config, driver: &Path) -> Task {
+pub fn sizes_task(config: &Config, driver: &Path, scratch: &Path) -> Task {
     let iterations: u64 = config.pick(20_000, 200_000, 500_000);
+    let check = driver_check(driver, scratch);
     let driver = driver.to_path_buf();
     Task {
         workload: MallocWorkload::Sizes,
@@ -35,7 +47,7 @@ pub fn sizes_task(config: &Config, driver: &Path) -> Task {
             .map(|&n| Output::new(&size_label(n), PER_ITERATION))
             .collect(),
         deterministic: false,
-        check: None,
+        check: Some(check),
         run: Box::new(move |library, _seed| {
             let mut command = Command::new(&driver);
             command.args(["sizes", &iterations.to_string()]);
@@ -61,24 +73,35 @@ pub fn parse_sizes(stdout: &str) -> Result<Vec<f64>, String> {
 }
 
 /// The two-thread workloads, each time-boxed to the run's trial duration.
-pub fn threads_tasks(config: &Config, threads: &Path) -> Vec<Task> {
+pub fn threads_tasks(config: &Config, threads: &Path, scratch: &Path) -> Vec<Task> {
     [
         ("prodcons", "producer/consumer, 2 threads"),
         ("mixed", "mixed sizes, 2 threads"),
     ]
     .into_iter()
-    .map(|(mode, case)| threads_task(config, threads.to_path_buf(), mode, case))
+    .map(|(mode, case)| threads_task(config, threads.to_path_buf(), scratch, mode, case))
     .collect()
 }
 
-fn threads_task(config: &Config, threads: PathBuf, mode: &'static str, case: &str) -> Task {
+fn threads_task(
+    config: &Config,
+    threads: PathBuf,
+    scratch: &Path,
+    mode: &'static str,
+    case: &str,
+) -> Task {
     let micros = config.duration.as_micros().max(1).to_string();
+    let (program, logs) = (threads.clone(), process::logs_dir(scratch));
     Task {
         workload: MallocWorkload::Threads,
         label: case.into(),
         outputs: vec![Output::new(case, THROUGHPUT)],
         deterministic: false,
-        check: None,
+        check: Some(Box::new(move |library| {
+            let mut command = Command::new(&program);
+            command.args([mode, "1000", "1"]);
+            process::run_bound(&mut command, library, &logs).map(drop)
+        })),
         run: Box::new(move |library, seed| {
             let mut command = Command::new(&threads);
             command.args([mode, &micros, &seed.to_string()]);
