@@ -15,8 +15,6 @@
 //! `bin_floor(b)`, and every size at least `bin_floor(b + 1)` maps above `b`. The last bin
 //! also takes every size beyond the map (sizes no real machine reaches).
 
-use core::hint::select_unpredictable;
-
 use crate::chunk::{GRANULE_SHIFT, MIN_CHUNK};
 
 /// Granule counts below this have exact bins.
@@ -46,21 +44,23 @@ const OCTAVES: usize = {
 pub(crate) const BIN_COUNT: usize = EXACT_BINS + OCTAVES * SUB_BINS;
 
 /// The bin of a free chunk of `size` bytes (`size >= MIN_CHUNK`, a multiple of `GRANULE`).
-///
-/// Branch-free: both the exact and the logarithmic bin are computed and one is selected, since
-/// mixed request sizes make "is it exact?" a coin toss for the branch predictor.
 #[inline(always)]
-pub(crate) fn bin_of(size: usize) -> usize {
+pub(crate) const fn bin_of(size: usize) -> usize {
     let granules = size >> GRANULE_SHIFT;
+    if granules < EXACT_LIMIT {
+        return granules - MIN_GRANULES;
+    }
     // `granules >> (octave - SUB_BITS)` is `SUB_BINS + sub`, so the bin is
     // `EXACT_BINS + (octave - FIRST_OCTAVE) * SUB_BINS + sub`, folded into one constant.
-    // Below the first octave the result is discarded; clamping keeps the shift in range.
-    let octave = ((granules | 1).ilog2() as usize).max(FIRST_OCTAVE as usize);
-    let log_bin =
+    // `| 1` lets the compiler see the operand is non-zero.
+    let octave = (granules | 1).ilog2() as usize;
+    let bin =
         octave * SUB_BINS + (granules >> (octave - SUB_BITS as usize)) + EXACT_BINS - LOG_BIN_BASE;
-    let exact_bin = granules.wrapping_sub(MIN_GRANULES);
-    // Clamping last lets the compiler see that the bin indexes the bin arrays in bounds.
-    select_unpredictable(granules < EXACT_LIMIT, exact_bin, log_bin).min(BIN_COUNT - 1)
+    if bin < BIN_COUNT {
+        bin
+    } else {
+        BIN_COUNT - 1
+    }
 }
 
 /// What `octave * SUB_BINS + (SUB_BINS + sub)` is for the first sub-bin of the first octave.
@@ -90,17 +90,16 @@ const BIN_FLOORS: [usize; BIN_COUNT + 1] = {
     floors
 };
 
-/// Whether a chunk of `bin`, shrunk to `size` bytes, still belongs to `bin`: one load,
-/// cheaper than [`bin_of`].
+/// Whether a chunk of `size` bytes belongs to `bin`: two loads, cheaper than [`bin_of`].
 #[inline(always)]
-pub(crate) fn stays_when_shrunk(bin: usize, size: usize) -> bool {
-    BIN_FLOORS[bin] <= size
+pub(crate) fn in_bin(bin: usize, size: usize) -> bool {
+    BIN_FLOORS[bin] <= size && size < BIN_FLOORS[bin + 1]
 }
 
-/// Whether a chunk of `bin`, grown to `size` bytes, still belongs to `bin`.
+/// Whether a chunk of `size` bytes falls in an exact bin.
 #[inline(always)]
-pub(crate) fn stays_when_grown(bin: usize, size: usize) -> bool {
-    size < BIN_FLOORS[bin + 1]
+pub(crate) const fn is_exact_size(size: usize) -> bool {
+    size >> GRANULE_SHIFT < EXACT_LIMIT
 }
 
 /// Whether every chunk in `bin` has the same size, so any of them serves any request that
@@ -145,22 +144,16 @@ mod tests {
     }
 
     #[test]
-    fn staying_in_a_bin_agrees_with_bin_of() {
+    fn in_bin_agrees_with_bin_of() {
         let mut size = MIN_CHUNK;
         while size < (1 << 24) {
             let bin = bin_of(size);
-            for other in [MIN_CHUNK, size - GRANULE, size, size + GRANULE, size * 2] {
-                let other = other.max(MIN_CHUNK);
-                if other <= size {
-                    assert_eq!(stays_when_shrunk(bin, other), bin_of(other) == bin);
-                }
-                if other >= size {
-                    assert_eq!(stays_when_grown(bin, other), bin_of(other) == bin);
-                }
-            }
+            assert!(in_bin(bin, size));
+            assert!(bin == 0 || !in_bin(bin - 1, size));
+            assert!(bin + 1 == BIN_COUNT || !in_bin(bin + 1, size));
             size += GRANULE * (1 + size / 2048);
         }
-        assert!(stays_when_grown(BIN_COUNT - 1, usize::MAX & !(GRANULE - 1)));
+        assert!(in_bin(BIN_COUNT - 1, usize::MAX & !(GRANULE - 1)));
     }
 
     #[test]

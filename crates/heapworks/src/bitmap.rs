@@ -30,10 +30,9 @@ impl Bitmap {
         self.words[bin / BITS] |= 1 << (bin % BITS);
     }
 
-    /// Clears `bin` when `condition` holds, without a branch.
     #[inline(always)]
-    pub(crate) fn clear_if(&mut self, bin: usize, condition: bool) {
-        self.words[bin / BITS] &= !(usize::from(condition) << (bin % BITS));
+    pub(crate) fn clear(&mut self, bin: usize) {
+        self.words[bin / BITS] &= !(1 << (bin % BITS));
     }
 
     #[inline(always)]
@@ -95,7 +94,7 @@ mod tests {
             if state & 0x100 == 0 {
                 bitmap.set(bin);
             } else {
-                bitmap.clear_if(bin, true);
+                bitmap.clear(bin);
             }
             let from = (state >> 9) as usize % BIN_COUNT;
             assert_eq!(
@@ -114,7 +113,7 @@ mod tests {
         assert_eq!(bitmap.first_at_or_above(0), Some(BIN_COUNT - 1));
         assert_eq!(bitmap.first_at_or_above(BIN_COUNT - 1), Some(BIN_COUNT - 1));
         assert_eq!(bitmap.first_at_or_above(BIN_COUNT), None);
-        bitmap.clear_if(BIN_COUNT - 1, true);
+        bitmap.clear(BIN_COUNT - 1);
         bitmap.set(0);
         assert_eq!(bitmap.first_at_or_above(1), None);
         assert_eq!(bitmap.last(), Some(0));

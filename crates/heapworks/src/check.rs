@@ -11,7 +11,6 @@ use core::ptr::NonNull;
 use crate::bins::{bin_of, BIN_COUNT};
 use crate::chunk::{Chunk, IN_USE, MIN_CHUNK, PREV_IN_USE, SIZE_MASK};
 use crate::error::{Corruption, CorruptionKind};
-use crate::free_index::{head_tag, listed};
 use crate::region::{first_chunk_addr, RegionRecord, RECORD_CHUNK};
 use crate::Heap;
 
@@ -141,18 +140,13 @@ impl Heap {
         // SAFETY: links of a free chunk point at other free chunks (verified as we go: each
         // neighbour's back link must point here, and the walk checks every free chunk).
         unsafe {
-            let prev = chunk.prev_free();
-            let linked_from_before = if prev == head_tag(bin) {
-                self.index.head(bin) == Some(chunk)
-            } else {
-                // An odd link is a head tag (of another bin here); only a chunk is followed.
-                prev.addr() & 1 == 0 && listed(prev).is_some() && prev.next_free() == chunk
-            };
-            if !linked_from_before {
-                return Err(bad_link);
+            match chunk.prev_free() {
+                None if self.index.head(bin) == Some(chunk) => {}
+                Some(prev) if prev.next_free() == Some(chunk) => {}
+                _ => return Err(bad_link),
             }
-            if let Some(next) = listed(chunk.next_free()) {
-                if next.prev_free() != chunk {
+            if let Some(next) = chunk.next_free() {
+                if next.prev_free() != Some(chunk) {
                     return Err(bad_link);
                 }
                 if bin_of(next.size()) != bin {
@@ -168,23 +162,23 @@ impl Heap {
 
     /// Checks the bitmap against the lists and counts the listed chunks.
     fn check_bins(&self, free_chunks: usize) -> Result<(), Corruption> {
-        let mut listed_chunks = 0;
+        let mut listed = 0;
         for bin in 0..BIN_COUNT {
             let mut cursor = self.index.head(bin);
             if cursor.is_some() != self.index.is_marked(bin) {
                 return fail(bin, CorruptionKind::BadBitmap);
             }
             while let Some(chunk) = cursor {
-                listed_chunks += 1;
-                if listed_chunks > free_chunks {
+                listed += 1;
+                if listed > free_chunks {
                     return fail(chunk.addr(), CorruptionKind::LostChunk);
                 }
                 // SAFETY: every listed chunk up to `free_chunks` of them was matched with a chunk
                 // of the walk through its back link, so its link words are readable.
-                cursor = listed(unsafe { chunk.next_free() });
+                cursor = unsafe { chunk.next_free() };
             }
         }
-        if listed_chunks != free_chunks {
+        if listed != free_chunks {
             return fail(0, CorruptionKind::LostChunk);
         }
         Ok(())

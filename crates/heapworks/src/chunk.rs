@@ -218,36 +218,36 @@ impl Chunk {
         (len > 0).then(|| (unsafe { self.0.add(3 * WORD) }, len))
     }
 
-    /// The next chunk in this free chunk's list ([`crate::free_index`]'s sink ends a list).
-    ///
-    /// # Safety
-    /// `self` is a free chunk or the sink.
-    #[inline(always)]
-    pub(crate) unsafe fn next_free(self) -> Chunk {
-        // SAFETY: a free chunk keeps its `next` link in the first payload word.
-        unsafe { self.next_free_slot().read() }
-    }
-
-    /// The previous chunk in this free chunk's list (the sink for the first chunk).
-    ///
     /// # Safety
     /// `self` is a free chunk.
     #[inline(always)]
-    pub(crate) unsafe fn prev_free(self) -> Chunk {
+    pub(crate) unsafe fn next_free(self) -> Option<Chunk> {
+        // SAFETY: a free chunk keeps its `next` link in the first payload word.
+        unsafe { self.0.add(WORD).cast::<Option<Chunk>>().read() }
+    }
+
+    /// # Safety
+    /// `self` is a free chunk.
+    #[inline(always)]
+    pub(crate) unsafe fn prev_free(self) -> Option<Chunk> {
         // SAFETY: a free chunk keeps its `prev` link in the second payload word.
-        unsafe { self.prev_free_slot().read() }
+        unsafe { self.0.add(2 * WORD).cast::<Option<Chunk>>().read() }
     }
 
-    /// Where this free chunk keeps its `next` link.
+    /// # Safety
+    /// `self` is a free chunk.
     #[inline(always)]
-    pub(crate) fn next_free_slot(self) -> *mut Chunk {
-        self.0.as_ptr().wrapping_add(WORD).cast()
+    pub(crate) unsafe fn set_next_free(self, next: Option<Chunk>) {
+        // SAFETY: see `next_free`.
+        unsafe { self.0.add(WORD).cast::<Option<Chunk>>().write(next) }
     }
 
-    /// Where this free chunk keeps its `prev` link.
+    /// # Safety
+    /// `self` is a free chunk.
     #[inline(always)]
-    pub(crate) fn prev_free_slot(self) -> *mut Chunk {
-        self.0.as_ptr().wrapping_add(2 * WORD).cast()
+    pub(crate) unsafe fn set_prev_free(self, prev: Option<Chunk>) {
+        // SAFETY: see `prev_free`.
+        unsafe { self.0.add(2 * WORD).cast::<Option<Chunk>>().write(prev) }
     }
 }
 

@@ -2,20 +2,9 @@
 //!
 //! Invariants (verified by [`crate::Heap::check`]):
 //! - Each free chunk is in exactly one list, the one of [`bin_of`]`(its size)`.
-//! - `heads[b]` is the first chunk of bin `b`'s list, or the [sink](SINK) when it is empty.
-//!   Every list ends in the sink, and `x.next.prev == x` along every list up to the sink.
-//! - The first chunk's `prev` link is not a pointer but the *head tag* of its bin, `2b + 1`:
-//!   odd, where every chunk address is even. Unlinking a chunk thus learns from the chunk alone
-//!   whether it heads its list and which bin's head to update, with no size-to-bin arithmetic.
-//! - The occupancy bitmap has bin `b` set exactly when `heads[b]` is not the sink.
-//! - The sink is never written: its header reads as a free chunk of size 0 (which fits no
-//!   request) and its `next` link is itself, so a walk may run past a list's end without a test.
-//!
-//! Why a sink rather than null links: with mixed sizes, "is this chunk the last of its list?",
-//! "is it the first?" and "was the bin empty?" are coin tosses for the branch predictor. With
-//! the sink and the head tags, inserting and unlinking are straight-line code: a write that
-//! would land in the sink is steered to a scratch word, and one meant for the head tag to the
-//! bin's head, by conditional moves.
+//! - `heads[b]` is the first chunk of bin `b`'s list; the first chunk's `prev` link is `None`,
+//!   and `x.next.prev == x` along every list.
+//! - The occupancy bitmap has bin `b` set exactly when `heads[b]` is `Some`.
 //!
 //! Finding a chunk for a request of `size` bytes ([`FreeIndex::find`]):
 //! 1. If the request's bin is exact, the head of the first non-empty bin at or above it: O(1).
@@ -28,102 +17,28 @@
 //!    by the number of free chunks whose sizes share the request's sub-bin (a 1/8-octave band).
 //!
 //! `find` does not take the chunk out: the heap then either unlinks it or, when the part left
-//! free stays in the same bin, moves its entry in place ([`FreeIndex::refile_shrunk`]), which
-//! spares the bitmap.
+//! free stays in the same bin, moves its entry in place ([`FreeIndex::refile`]), which spares
+//! the bitmap and the bin computation. A bin is computed on unlinking only when the chunk heads
+//! its list.
 
-use core::hint::select_unpredictable;
-use core::ptr::{self, NonNull};
-
-use crate::bins::{bin_of, is_exact, stays_when_grown, stays_when_shrunk};
+use crate::bins::{bin_of, in_bin, is_exact, is_exact_size};
 use crate::bitmap::{Bitmap, BIN_SLOTS};
 use crate::chunk::Chunk;
 
 /// How many chunks of a bin beyond the exact ones a search compares for the best fit.
 const FIT_SCAN: usize = 4;
 
-/// The words of the sink: a header of size 0, then `next` (itself), `prev` and a footer.
-#[repr(C, align(16))]
-struct SinkWords {
-    header: usize,
-    next: *const SinkWords,
-    prev: usize,
-    footer: usize,
-}
-
-// SAFETY: the sink is immutable (nothing ever writes through a pointer to it), so sharing it
-// between threads is sound even though it holds a raw pointer.
-unsafe impl Sync for SinkWords {}
-
-/// The chunk that ends every list and stands for "no chunk" (see the module docs).
-static SINK: SinkWords = SinkWords {
-    header: 0,
-    next: &SINK,
-    prev: 0,
-    footer: 0,
-};
-
-/// The sink as a chunk.
-#[inline(always)]
-const fn sink() -> Chunk {
-    // SAFETY: the address of a static is never null. The pointer is only ever read through.
-    Chunk::at(unsafe { NonNull::new_unchecked((&raw const SINK).cast::<u8>().cast_mut()) })
-}
-
-/// The `prev` link of the first chunk of `bin`'s list (see the module docs).
-#[inline(always)]
-pub(crate) fn head_tag(bin: usize) -> Chunk {
-    // SAFETY: `2 * bin + 1` is not zero. The tag is compared and decoded, never dereferenced.
-    Chunk::at(unsafe { NonNull::new_unchecked(ptr::without_provenance_mut(2 * bin + 1)) })
-}
-
-/// `chunk`, or `None` for the sink.
-#[inline(always)]
-pub(crate) fn listed(chunk: Chunk) -> Option<Chunk> {
-    (chunk != sink()).then_some(chunk)
-}
-
 pub(crate) struct FreeIndex {
     occupancy: Bitmap,
-    heads: [Chunk; BIN_SLOTS],
-    /// Where the back link meant for the sink is written (never read).
-    scratch: Chunk,
+    heads: [Option<Chunk>; BIN_SLOTS],
 }
 
 impl FreeIndex {
     pub(crate) const fn new() -> FreeIndex {
         FreeIndex {
             occupancy: Bitmap::new(),
-            heads: [sink(); BIN_SLOTS],
-            scratch: sink(),
+            heads: [None; BIN_SLOTS],
         }
-    }
-
-    /// Where to write the back link of `chunk`: its `prev` word, or the scratch word when
-    /// `chunk` is the sink.
-    #[inline(always)]
-    fn back_link_of(&mut self, chunk: Chunk) -> *mut Chunk {
-        select_unpredictable(
-            chunk == sink(),
-            &raw mut self.scratch,
-            chunk.prev_free_slot(),
-        )
-    }
-
-    /// Where to write the forward link that pointed at a chunk whose `prev` link is `prev`:
-    /// `prev`'s `next` word, or its bin's head when `prev` is a head tag. Also returns the bin
-    /// when it is a head tag (0 otherwise), for the bitmap.
-    #[inline(always)]
-    fn forward_link_from(&mut self, prev: Chunk) -> (*mut Chunk, Option<usize>) {
-        let tag = prev.addr();
-        let is_head = tag & 1 != 0;
-        let bin = select_unpredictable(is_head, tag >> 1, 0);
-        let slot = select_unpredictable(
-            is_head,
-            // In bounds: a head tag names a bin, and `bin` is 0 otherwise.
-            self.heads.as_mut_ptr().wrapping_add(bin),
-            prev.next_free_slot(),
-        );
-        (slot, is_head.then_some(bin))
     }
 
     /// Files a free chunk of `size` bytes at the head of its bin.
@@ -134,106 +49,129 @@ impl FreeIndex {
     pub(crate) unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
         let bin = bin_of(size);
         let old_head = self.heads[bin];
-        // SAFETY: `chunk` and `old_head` are free chunks (or the sink, steered to scratch), so
-        // their link words are theirs to write.
+        // SAFETY: `chunk` and `old_head` are free chunks, so they carry link words.
         unsafe {
-            chunk.next_free_slot().write(old_head);
-            chunk.prev_free_slot().write(head_tag(bin));
-            self.back_link_of(old_head).write(chunk);
+            chunk.set_next_free(old_head);
+            chunk.set_prev_free(None);
+            match old_head {
+                Some(old_head) => old_head.set_prev_free(Some(chunk)),
+                // The bin was empty: only now does its bit change.
+                None => self.occupancy.set(bin),
+            }
         }
-        self.heads[bin] = chunk;
-        self.occupancy.set(bin);
+        self.heads[bin] = Some(chunk);
     }
 
-    /// Takes a free chunk out of its list.
+    /// Takes a free chunk out of `bin`'s list.
     ///
     /// # Safety
-    /// `chunk` is a free chunk filed in this index.
+    /// `chunk` is a free chunk filed in `bin`.
     #[inline(always)]
-    pub(crate) unsafe fn unlink(&mut self, chunk: Chunk) {
-        // SAFETY: `chunk` and its list neighbours are free chunks of this index (or the sink and
-        // a head tag, whose writes are steered to scratch and the bin's head).
+    pub(crate) unsafe fn unlink(&mut self, chunk: Chunk, bin: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlink_with(chunk, || bin) }
+    }
+
+    /// Takes a free chunk of `size` bytes out of its list. Its bin is computed only if the
+    /// chunk heads its list.
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk of `size` bytes filed in this index.
+    #[inline(always)]
+    pub(crate) unsafe fn remove(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlink_with(chunk, || bin_of(size)) }
+    }
+
+    /// # Safety
+    /// `chunk` is a free chunk filed in the bin `bin()` returns.
+    #[inline(always)]
+    unsafe fn unlink_with(&mut self, chunk: Chunk, bin: impl FnOnce() -> usize) {
+        // SAFETY: `chunk` and its list neighbours are free chunks of this index.
         unsafe {
             let next = chunk.next_free();
             let prev = chunk.prev_free();
-            self.back_link_of(next).write(prev);
-            let (forward, head_of) = self.forward_link_from(prev);
-            forward.write(next);
-            let bin = head_of.unwrap_or(0);
-            self.occupancy
-                .clear_if(bin, head_of.is_some() && next == sink());
+            if let Some(next) = next {
+                next.set_prev_free(prev);
+            }
+            match prev {
+                Some(prev) => prev.set_next_free(next),
+                None => {
+                    let bin = bin();
+                    self.heads[bin] = next;
+                    if next.is_none() {
+                        self.occupancy.clear(bin);
+                    }
+                }
+            }
         }
     }
 
     /// The entry of the free chunk `from`, of `old_size` bytes, now stands for a free chunk of
-    /// `new_size >= old_size` bytes at `to` (a merge): moved in place when the bin stays the
-    /// same, re-filed otherwise.
+    /// `new_size` bytes at `to` (see [`FreeIndex::refile_in`]). A chunk of an exact bin always
+    /// changes bin, so its bin is computed only if it heads its list.
     ///
     /// # Safety
-    /// As for [`FreeIndex::refile_shrunk`], with `from` of `old_size` bytes.
+    /// As for [`FreeIndex::refile_in`], with `from` of `old_size` bytes.
     #[inline(always)]
-    pub(crate) unsafe fn refile_grown(
+    pub(crate) unsafe fn refile(
         &mut self,
         from: Chunk,
         old_size: usize,
         to: Chunk,
         new_size: usize,
     ) {
-        let stays = stays_when_grown(bin_of(old_size), new_size);
         // SAFETY: forwarded from the caller.
-        unsafe { self.refile(from, to, new_size, stays) }
+        unsafe {
+            if is_exact_size(old_size) {
+                self.remove(from, old_size);
+                self.insert(to, new_size);
+            } else {
+                self.refile_in(from, bin_of(old_size), to, new_size);
+            }
+        }
     }
 
     /// The entry of the free chunk `from`, filed in `bin`, now stands for a free chunk of
-    /// `new_size` bytes (no more than before) at `to` (a split): moved in place when the bin
-    /// stays the same, re-filed otherwise. Only link words are written; the caller writes
-    /// `to`'s header and footer afterwards.
+    /// `new_size` bytes at `to`: moved in place when the bin stays the same, re-filed otherwise.
+    /// Only link words are written; the caller writes `to`'s header and footer afterwards.
     ///
     /// # Safety
     /// `from` is filed in `bin`; `to`'s link words may overlap `from`'s header but not its links
     /// unless `to == from`.
     #[inline(always)]
-    pub(crate) unsafe fn refile_shrunk(
-        &mut self,
-        from: Chunk,
-        bin: usize,
-        to: Chunk,
-        new_size: usize,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.refile(from, to, new_size, stays_when_shrunk(bin, new_size)) }
-    }
-
-    /// # Safety
-    /// As for [`FreeIndex::refile_shrunk`]; `stays` tells whether `new_size` maps to `from`'s bin.
-    #[inline(always)]
-    unsafe fn refile(&mut self, from: Chunk, to: Chunk, new_size: usize, stays: bool) {
+    pub(crate) unsafe fn refile_in(&mut self, from: Chunk, bin: usize, to: Chunk, new_size: usize) {
         // SAFETY: forwarded from the caller; `from`'s links are read before `to`'s are written.
         unsafe {
-            if !stays {
-                self.unlink(from);
+            // A chunk of an exact bin changes bin whenever its size changes.
+            if is_exact(bin) || !in_bin(bin, new_size) {
+                self.unlink(from, bin);
                 self.insert(to, new_size);
             } else if from != to {
-                self.relocate(from, to);
+                self.relocate(from, to, bin);
             }
         }
     }
 
-    /// Moves the list entry of `from` to `to`.
+    /// Moves the list entry of `from` (filed in `bin`) to `to`.
     ///
     /// # Safety
-    /// As for [`FreeIndex::refile_shrunk`].
+    /// As for [`FreeIndex::refile_in`].
     #[inline(always)]
-    unsafe fn relocate(&mut self, from: Chunk, to: Chunk) {
-        // SAFETY: `from` and its list neighbours are free chunks (or the sink, steered away);
-        // links are read first.
+    unsafe fn relocate(&mut self, from: Chunk, to: Chunk, bin: usize) {
+        // SAFETY: `from` and its list neighbours are free chunks; links are read first.
         unsafe {
             let next = from.next_free();
             let prev = from.prev_free();
-            to.next_free_slot().write(next);
-            to.prev_free_slot().write(prev);
-            self.back_link_of(next).write(to);
-            self.forward_link_from(prev).0.write(to);
+            to.set_next_free(next);
+            to.set_prev_free(prev);
+            if let Some(next) = next {
+                next.set_prev_free(Some(to));
+            }
+            match prev {
+                Some(prev) => prev.set_next_free(Some(to)),
+                None => self.heads[bin] = Some(to),
+            }
         }
     }
 
@@ -246,45 +184,41 @@ impl FreeIndex {
         let bin = bin_of(size);
         if !is_exact(bin) {
             // SAFETY: forwarded from the caller.
-            let best = unsafe { self.best_of_first(bin, size) };
-            if best != sink() {
+            if let Some(best) = unsafe { self.best_of_first(bin, size) } {
                 return Some((best, bin));
             }
         }
-        let first_fitting_bin = bin + usize::from(!is_exact(bin));
+        let first_fitting_bin = if is_exact(bin) { bin } else { bin + 1 };
         if let Some(found) = self.occupancy.first_at_or_above(first_fitting_bin) {
             if is_exact(found) {
-                return Some((self.heads[found], found));
+                return Some((self.heads[found]?, found));
             }
-            // SAFETY: forwarded from the caller; every chunk of `found` fits, so the best of
-            // its first chunks is a chunk, not the sink.
-            return Some((unsafe { self.best_of_first(found, size) }, found));
+            // SAFETY: forwarded from the caller.
+            return unsafe { self.best_of_first(found, size) }.map(|c| (c, found));
         }
         // SAFETY: forwarded from the caller.
         unsafe { self.first_fit(bin, |_, chunk_size| chunk_size >= size) }
     }
 
-    /// The smallest chunk of at least `size` bytes among the first `FIT_SCAN` of `bin`'s list,
-    /// or the sink. Straight-line code: the sink fits nothing and leads to itself.
+    /// The smallest chunk of at least `size` bytes among the first `FIT_SCAN` of `bin`'s list.
     ///
     /// # Safety
     /// The index is consistent.
     #[inline(always)]
-    unsafe fn best_of_first(&self, bin: usize, size: usize) -> Chunk {
-        let mut best = sink();
-        let mut best_size = usize::MAX;
+    unsafe fn best_of_first(&self, bin: usize, size: usize) -> Option<Chunk> {
+        let mut best: Option<(Chunk, usize)> = None;
         let mut cursor = self.heads[bin];
         for _ in 0..FIT_SCAN {
-            // SAFETY: listed chunks are free chunks with valid headers and links; the sink
-            // reads as size 0 and links to itself.
-            let chunk_size = unsafe { cursor.size() };
-            let better = chunk_size >= size && chunk_size < best_size;
-            best = select_unpredictable(better, cursor, best);
-            best_size = select_unpredictable(better, chunk_size, best_size);
+            let Some(chunk) = cursor else { break };
+            // SAFETY: listed chunks are free chunks with valid headers and links.
+            let chunk_size = unsafe { chunk.size() };
+            if chunk_size >= size && best.is_none_or(|(_, best_size)| chunk_size < best_size) {
+                best = Some((chunk, chunk_size));
+            }
             // SAFETY: as above.
-            cursor = unsafe { cursor.next_free() };
+            cursor = unsafe { chunk.next_free() };
         }
-        best
+        best.map(|(chunk, _)| chunk)
     }
 
     /// The first chunk, scanning bins upward from `first_bin`, that `fits` accepts, with its
@@ -301,7 +235,7 @@ impl FreeIndex {
         let mut bin = self.occupancy.first_at_or_above(first_bin)?;
         loop {
             let mut cursor = self.heads[bin];
-            while let Some(chunk) = listed(cursor) {
+            while let Some(chunk) = cursor {
                 // SAFETY: listed chunks are free chunks with valid headers and links.
                 let size = unsafe { chunk.size() };
                 if fits(chunk, size) {
@@ -322,7 +256,7 @@ impl FreeIndex {
         let mut next_bin = self.occupancy.first_at_or_above(0);
         while let Some(bin) = next_bin {
             let mut cursor = self.heads[bin];
-            while let Some(chunk) = listed(cursor) {
+            while let Some(chunk) = cursor {
                 // SAFETY: listed chunks are free chunks with valid headers and links.
                 unsafe {
                     f(chunk, chunk.size());
@@ -341,7 +275,7 @@ impl FreeIndex {
         let bin = self.occupancy.last()?;
         let mut largest = 0;
         let mut cursor = self.heads[bin];
-        while let Some(chunk) = listed(cursor) {
+        while let Some(chunk) = cursor {
             // SAFETY: listed chunks are free chunks with valid headers and links.
             unsafe {
                 largest = largest.max(chunk.size());
@@ -353,7 +287,7 @@ impl FreeIndex {
 
     /// The head of `bin`'s list (for the checker).
     pub(crate) fn head(&self, bin: usize) -> Option<Chunk> {
-        listed(self.heads[bin])
+        self.heads[bin]
     }
 
     /// Whether the bitmap has `bin` marked non-empty (for the checker).

@@ -132,7 +132,7 @@ impl Heap {
             let (block, prev_flag) = if padding == 0 {
                 (chunk, header & PREV_IN_USE)
             } else {
-                self.index.refile_shrunk(chunk, bin, chunk, padding);
+                self.index.refile_in(chunk, bin, chunk, padding);
                 chunk.write_free(padding, header & PREV_IN_USE != 0);
                 (chunk.after(padding), 0)
             };
@@ -185,20 +185,20 @@ impl Heap {
     ) -> usize {
         let spare = available - needed;
         // SAFETY: the tail lies inside the span; the index entry is moved before the tail's
-        // header and footer are written (see `FreeIndex::refile_shrunk`).
+        // header and footer are written (see `FreeIndex::refile`).
         unsafe {
             if spare >= MIN_CHUNK {
                 let tail = block.after(needed);
                 match filed {
-                    Some((filed, bin)) => self.index.refile_shrunk(filed, bin, tail, spare),
+                    Some((filed, bin)) => self.index.refile_in(filed, bin, tail, spare),
                     None => self.index.insert(tail, spare),
                 }
                 tail.write_free(spare, true);
                 block.set_header(needed | prev_flag | IN_USE);
                 needed
             } else {
-                if let Some((filed, _)) = filed {
-                    self.index.unlink(filed);
+                if let Some((filed, bin)) = filed {
+                    self.index.unlink(filed, bin);
                 }
                 block.set_header(available | prev_flag | IN_USE);
                 block.after(available).set_prev_in_use(true);
@@ -285,13 +285,12 @@ impl Heap {
                 let prev_size = chunk.prev_free_size();
                 let prev = chunk.before(prev_size);
                 if next_is_free {
-                    self.index.unlink(next);
+                    self.index.remove(next, next_size);
                 }
-                self.index
-                    .refile_grown(prev, prev_size, prev, prev_size + total);
+                self.index.refile(prev, prev_size, prev, prev_size + total);
                 prev.write_free(prev_size + total, true);
             } else if next_is_free {
-                self.index.refile_grown(next, next_size, chunk, total);
+                self.index.refile(next, next_size, chunk, total);
                 chunk.write_free(total, true);
             } else {
                 self.index.insert(chunk, size);
@@ -418,7 +417,8 @@ impl Heap {
                 return None;
             }
             let size = header & SIZE_MASK;
-            let prev = chunk.before(chunk.prev_free_size());
+            let prev_size = chunk.prev_free_size();
+            let prev = chunk.before(prev_size);
             let prev_header = prev.header();
             let next_header = chunk.after(size).header();
             let next_size = if next_header & IN_USE == 0 {
@@ -431,9 +431,9 @@ impl Heap {
             if total < needed || !aligned {
                 return None;
             }
-            self.index.unlink(prev);
+            self.index.remove(prev, prev_size);
             if next_size != 0 {
-                self.index.unlink(chunk.after(size));
+                self.index.remove(chunk.after(size), next_size);
             }
             let keep = old.size().min(new.size());
             core::ptr::copy(chunk.payload().as_ptr(), prev.payload().as_ptr(), keep);
@@ -505,8 +505,7 @@ impl Heap {
                     return;
                 }
                 let next_size = next_header & SIZE_MASK;
-                self.index
-                    .refile_grown(next, next_size, tail, spare + next_size);
+                self.index.refile(next, next_size, tail, spare + next_size);
                 tail.write_free(spare + next_size, true);
             } else if spare >= MIN_CHUNK {
                 self.index.insert(tail, spare);

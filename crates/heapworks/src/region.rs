@@ -171,7 +171,7 @@ impl Heap {
             if last_is_free {
                 let last_size = sentinel.prev_free_size();
                 let last = sentinel.before(last_size);
-                self.index.unlink(last);
+                self.index.remove(last, last_size);
                 last.write_free(last_size + gap, true);
                 self.index.insert(last, last_size + gap);
             } else if gap >= MIN_CHUNK {
