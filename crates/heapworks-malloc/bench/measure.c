@@ -4,10 +4,11 @@
  *
  * forks, execs PROGRAM with the environment as it is (LD_PRELOAD included), waits for it with
  * wait4 and writes `<exit code> <wall ns> <ru_maxrss KiB>` to RESULT_FILE, the exit code as a
- * shell gives it (128 + N when killed by signal N); exits 0 unless it could not measure. The child is forked from this small process rather than from
- * the benchmark itself because the kernel counts the resident set a process had before its
- * exec in the peak (ru_maxrss) of the program it becomes. ru_maxrss covers the program and
- * the children it waited for: the largest process of the run. */
+ * shell gives it (128 + N when killed by signal N); exits 0 unless it could not measure.
+ * The child is forked from this small process rather than from the benchmark itself because
+ * the kernel counts the resident set a process had before its exec in the peak (ru_maxrss)
+ * of the program it becomes. ru_maxrss covers the program and the children it waited for:
+ * the largest process of the run. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdio.h>

@@ -48,10 +48,11 @@ pub fn git_stream(commits: u64) -> String {
     let mut stream = String::new();
     for commit in 0..commits {
         let message = format!("commit {commit}\n");
+        let date = 946_684_800 + commit * 3600;
         let _ = write!(
             stream,
-            "commit refs/heads/main\ncommitter Bench <bench@example.com> {} +0000\ndata {}\n{message}",
-            946_684_800 + commit * 3600,
+            "commit refs/heads/main\ncommitter Bench <bench@example.com> {date} +0000\n\
+             data {}\n{message}",
             message.len()
         );
         for k in 0..3 {

@@ -184,10 +184,11 @@ fn locate(malloc: CMalloc, chosen: Option<&Path>) -> Result<Library, String> {
     })
 }
 
-/// `path` if it is a file; else why not, with the package to install.
+/// `path` made absolute (programs run in other directories) if it is a file; else why not,
+/// with the package to install.
 fn existing(path: &Path, package: Option<&str>) -> Result<PathBuf, String> {
     if path.is_file() {
-        return Ok(path.to_path_buf());
+        return std::path::absolute(path).map_err(|e| format!("{}: {e}", path.display()));
     }
     let hint = package.map_or_else(String::new, |p| {
         format!(" (Debian/Ubuntu: apt-get install {p})")

@@ -3,7 +3,7 @@
 //!
 //! Every program is first run once under glibc, untimed, for the reference output. Before its
 //! trials, each preloaded malloc runs it once through [`process::run_bound`] (the proof of
-//! interposition), and the output must equal glibc's. Every timed run's output is compared again. A program
+//! interposition), and the output must equal glibc's; so must every timed run's. A program
 //! that is not installed, or whose input cannot be made, gives `missing` or failed cells.
 
 use std::ffi::OsString;
@@ -58,8 +58,8 @@ impl Program {
         }
     }
 
-    fn arg(mut self, arg: impl Into<OsString>) -> Self {
-        self.args.push(arg.into());
+    fn args<A: Into<OsString>>(mut self, args: impl IntoIterator<Item = A>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
         self
     }
 
@@ -243,8 +243,8 @@ fn python(measure: &Measure, dir: &Path, records: u64) -> Result<Program, String
     let script = process::sources_dir().join("allocations.py");
     Ok(
         Program::new(measure, installed("python3")?, dir, Timing::Wall)
-            .arg(script)
-            .arg(records.to_string())
+            .args([script])
+            .args([records.to_string()])
             .env("PYTHONMALLOC", "malloc")
             .env("PYTHONHASHSEED", "0")
             .env("PYTHONDONTWRITEBYTECODE", "1"),
@@ -255,11 +255,8 @@ fn gcc(measure: &Measure, dir: &Path, functions: usize) -> Result<Program, Strin
     let source = dir.join("generated.c");
     write_input(&source, &super::inputs::c_source(functions))?;
     Ok(Program::new(measure, installed("gcc")?, dir, Timing::Wall)
-        .arg("-O2")
-        .arg("-S")
-        .arg("-o")
-        .arg("-")
-        .arg(source))
+        .args(["-O2", "-S", "-o", "-"])
+        .args([source]))
 }
 
 fn git(measure: &Measure, dir: &Path, commits: u64) -> Result<Program, String> {
@@ -287,27 +284,21 @@ fn git(measure: &Measure, dir: &Path, commits: u64) -> Result<Program, String> {
     };
     setup(&["init", "--quiet", "--initial-branch=main"], None)?;
     setup(&["fast-import", "--quiet"], Some(&stream))?;
-    Ok(program
-        .arg("--no-pager")
-        .arg("log")
-        .arg("-p")
-        .arg("--no-color"))
+    Ok(program.args(["--no-pager", "log", "-p", "--no-color"]))
 }
 
 fn sort(measure: &Measure, dir: &Path, lines: u64) -> Result<Program, String> {
     let input = dir.join("lines.txt");
     write_input(&input, &super::inputs::sort_lines(lines))?;
-    Ok(Program::new(measure, installed("sort")?, dir, Timing::Wall).arg(input))
+    Ok(Program::new(measure, installed("sort")?, dir, Timing::Wall).args([input]))
 }
 
 fn make(measure: &Measure, dir: &Path, targets: usize) -> Result<Program, String> {
     let makefile = dir.join("Makefile.bench");
     write_input(&makefile, &super::inputs::makefile(targets))?;
     Ok(Program::new(measure, installed("make")?, dir, Timing::Wall)
-        .arg("-n")
-        .arg("-r")
-        .arg("-f")
-        .arg(makefile))
+        .args(["-n", "-r", "-f"])
+        .args([makefile]))
 }
 
 /// The trace corpus of `config`, each trace converted to text in `dir` and replayed by
@@ -337,7 +328,7 @@ pub fn trace_tasks(config: &Config, programs: &Programs, dir: &Path) -> Vec<Task
                         dir,
                         Timing::Reported,
                     )
-                    .arg(script)
+                    .args([script])
                 });
             task(MallocWorkload::Traces, case, program, &logs)
         })
