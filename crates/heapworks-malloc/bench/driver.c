@@ -1,18 +1,23 @@
 /* Fixed malloc sequences of `heapworks bench --malloc`, run with the allocator under test
  * LD_PRELOADed (glibc's when nothing is preloaded).
  *
- *   driver counts ROUNDS PINGPONG STEPS   under callgrind: instructions per call
- *   driver sizes ITERATIONS               wall time of free(malloc(n)), n = 50 B .. 50 MB
+ *   driver counts live1000 ROUNDS      under callgrind: instructions per malloc and free
+ *   driver counts pingpong ITERATIONS  under callgrind: instructions per malloc+free pair
+ *   driver counts realloc16 STEPS      under callgrind: instructions per realloc step
+ *   driver sizes ITERATIONS            wall time of free(malloc(n)), n = 50 B .. 50 MB
  *
- * `counts` runs every sequence once to warm up, through functions named warm_*, then again
- * through functions named measured_*, which callgrind's profile tells apart:
- *   measured_fill / measured_empty   ROUNDS x (malloc(64) x 1000, then free x 1000)
- *   pingpong_loop                    PINGPONG x free(malloc(64)) with 1000 blocks live
- *   measured_grow                    STEPS reallocs of one block, 16 B larger each time,
- *                                    after as many warm-up steps as half of STEPS
+ * Every `counts` sequence runs in a fresh process, after 1000 blocks of 64 B were allocated
+ * (the ping-pong runs while they are live) and freed. It warms up through functions named
+ * warm_*, then runs through functions named measured_*, which callgrind's profile tells
+ * apart:
+ *   live1000    ROUNDS x (malloc(64) x 1000 in measured_fill, then free x 1000 in
+ *               measured_empty), after one warm-up round
+ *   pingpong    ITERATIONS x free(malloc(64)) in pingpong_loop, after a tenth as many
+ *   realloc16   STEPS reallocs of one block in measured_grow, 16 B larger each time, after
+ *               half as many warm-up steps
  * The bench divides the inclusive cost of the calls out of measured_fill, measured_empty and
  * measured_grow by their number, and pingpong_loop's whole inclusive cost (loop included) by
- * PINGPONG. Build with -fno-ipa-icf so that the warm and measured twins stay two functions.
+ * ITERATIONS. Build with -fno-ipa-icf so that the warm and measured twins stay apart.
  *
  * `sizes` prints one line per size, `<n> <ns per iteration>`; blocks of 5 MB and more take a
  * hundredth of ITERATIONS (at least 10). */
@@ -52,7 +57,7 @@ NOINLINE void measured_empty(void) { empty(); }
 NOINLINE char *warm_grow(char *p, long from, long to) { return grow(p, from, to); }
 NOINLINE char *measured_grow(char *p, long from, long to) { return grow(p, from, to); }
 
-NOINLINE void pingpong_loop(long n) {
+INLINE void pingpong(long n) {
     for (long i = 0; i < n; i++) {
         void *p = malloc(64);
         sink = p;
@@ -60,21 +65,34 @@ NOINLINE void pingpong_loop(long n) {
     }
 }
 
-static void counts(long rounds, long pingpong, long steps) {
-    warm_fill();
-    warm_empty();
-    for (long r = 0; r < rounds; r++) {
-        measured_fill();
-        measured_empty();
-    }
+NOINLINE void warm_pingpong(long n) { pingpong(n); }
+NOINLINE void pingpong_loop(long n) { pingpong(n); }
+
+/* Runs one `counts` sequence of length n; returns 0, or 2 for an unknown sequence. */
+static int counts(const char *sequence, long n) {
     fill();
-    pingpong_loop(pingpong);
+    if (!strcmp(sequence, "pingpong")) {
+        warm_pingpong(n / 10);
+        pingpong_loop(n);
+    }
     empty();
-    char *p = malloc(16);
-    p = warm_grow(p, 1, 1 + steps / 2);
-    p = measured_grow(p, 1 + steps / 2, 1 + steps / 2 + steps);
-    free(p);
+    if (!strcmp(sequence, "live1000")) {
+        warm_fill();
+        warm_empty();
+        for (long r = 0; r < n; r++) {
+            measured_fill();
+            measured_empty();
+        }
+    } else if (!strcmp(sequence, "realloc16")) {
+        char *p = malloc(16);
+        p = warm_grow(p, 1, 1 + n / 2);
+        p = measured_grow(p, 1 + n / 2, 1 + n / 2 + n);
+        free(p);
+    } else if (strcmp(sequence, "pingpong")) {
+        return 2;
+    }
     printf("ok\n");
+    return 0;
 }
 
 static double now_ns(void) {
@@ -98,13 +116,11 @@ static void sizes(long iterations) {
 }
 
 int main(int argc, char **argv) {
-    if (argc == 5 && !strcmp(argv[1], "counts")) {
-        counts(atol(argv[2]), atol(argv[3]), atol(argv[4]));
-    } else if (argc == 3 && !strcmp(argv[1], "sizes")) {
+    if (argc == 4 && !strcmp(argv[1], "counts") && !counts(argv[2], atol(argv[3]))) return 0;
+    if (argc == 3 && !strcmp(argv[1], "sizes")) {
         sizes(atol(argv[2]));
-    } else {
-        fprintf(stderr, "usage: driver counts ROUNDS PINGPONG STEPS | driver sizes ITERATIONS\n");
-        return 2;
+        return 0;
     }
-    return 0;
+    fprintf(stderr, "usage: driver counts live1000|pingpong|realloc16 N | driver sizes N\n");
+    return 2;
 }

@@ -1,7 +1,8 @@
-//! Instructions per call of each C malloc under callgrind (deterministic): `driver counts`
-//! with the malloc preloaded, run once per malloc under `valgrind --tool=callgrind`.
+//! Instructions per call of each C malloc under callgrind (deterministic): `driver counts
+//! SEQUENCE N` with the malloc preloaded, under `valgrind --tool=callgrind`, one fresh
+//! process per sequence (run side by side: the counts do not depend on timing).
 //!
-//! The driver warms every sequence up through functions named `warm_*`, then runs it again
+//! The driver warms every sequence up through functions named `warm_*`, then runs it
 //! through `measured_*`. From the profile, the calls out of `measured_fill` (malloc of 64 B,
 //! 1000 live), `measured_empty` (their free) and `measured_grow` (realloc 16 B larger a step)
 //! give their inclusive cost and their number, so a count per call covers the malloc
@@ -9,8 +10,7 @@
 //! `pingpong_loop`'s whole inclusive cost (loop included) divided by its iterations. Start-up
 //! and the warm-up count nowhere.
 
-use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use super::libraries::Library;
@@ -18,12 +18,58 @@ use super::{MallocWorkload, Output, Task};
 use crate::instructions::{check_valgrind, inclusive_costs, outgoing_calls};
 use crate::workloads::{Better, MetricSpec};
 
-/// Rounds of 1000 mallocs then 1000 frees.
-const ROUNDS: u64 = 20;
-/// Iterations of the ping-pong loop.
-const PINGPONG: u64 = 20_000;
-/// Measured realloc steps (after half as many warm-up steps): 32 KB to 96 KB.
-const STEPS: u64 = 4_000;
+/// The driver's sequences.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sequence {
+    /// 20 rounds of 1000 mallocs of 64 B, then their 1000 frees.
+    Live1000,
+    /// 20 000 × `free(malloc(64))` with 1000 blocks live.
+    PingPong,
+    /// 4000 reallocs of one block, 16 B larger a step (32 KB to 96 KB).
+    Realloc16,
+}
+
+impl Sequence {
+    /// Every sequence, in the order of the task's outputs.
+    pub const ALL: [Sequence; 3] = [Sequence::Live1000, Sequence::PingPong, Sequence::Realloc16];
+
+    fn flag(self) -> &'static str {
+        match self {
+            Sequence::Live1000 => "live1000",
+            Sequence::PingPong => "pingpong",
+            Sequence::Realloc16 => "realloc16",
+        }
+    }
+
+    /// Rounds, iterations or steps.
+    fn length(self) -> u64 {
+        match self {
+            Sequence::Live1000 => 20,
+            Sequence::PingPong => 20_000,
+            Sequence::Realloc16 => 4_000,
+        }
+    }
+
+    /// The counts of this sequence in a callgrind profile of its run.
+    pub fn per_call(self, profile: &str) -> Result<Vec<f64>, String> {
+        let calls = outgoing_calls(profile);
+        let per_call_of = |caller: &str| match calls.get(caller) {
+            Some(&(count, cost)) if count > 0 => Ok(cost as f64 / count as f64),
+            _ => Err(format!("the profile shows no calls out of {caller}")),
+        };
+        match self {
+            Sequence::Live1000 => Ok(vec![
+                per_call_of("measured_fill")?,
+                per_call_of("measured_empty")?,
+            ]),
+            Sequence::PingPong => inclusive_costs(profile)
+                .get("pingpong_loop")
+                .map(|&cost| vec![cost as f64 / self.length() as f64])
+                .ok_or_else(|| "the profile has no pingpong_loop".to_string()),
+            Sequence::Realloc16 => Ok(vec![per_call_of("measured_grow")?]),
+        }
+    }
+}
 
 const CASE_64: &str = "64 B blocks, 1000 live";
 
@@ -61,49 +107,47 @@ pub fn task(driver: &Path, scratch: &Path) -> Task {
             })?;
             driver_check(library)
         })),
-        run: Box::new(move |library, _seed| count(&driver, &scratch, library)),
+        run: Box::new(move |library, _seed| count_all(&driver, &scratch, library)),
     }
 }
 
-/// Runs the driver under callgrind with `library`; instructions per malloc, free, pair and
-/// realloc step.
-fn count(driver: &Path, scratch: &Path, library: &Library) -> Result<Vec<f64>, String> {
-    let profile_path: PathBuf = scratch.join(format!("callgrind-{}.out", library.malloc));
+/// Runs every sequence under callgrind at once; their counts, in order.
+fn count_all(driver: &Path, scratch: &Path, library: &Library) -> Result<Vec<f64>, String> {
+    let counted: Vec<Result<Vec<f64>, String>> = std::thread::scope(|scope| {
+        let runs = Sequence::ALL
+            .map(|sequence| scope.spawn(move || count(driver, scratch, library, sequence)));
+        runs.map(|run| run.join().expect("a callgrind run does not panic"))
+            .into()
+    });
+    counted
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()
+        .map(|counts| counts.concat())
+}
+
+/// Runs one sequence of the driver under callgrind with `library`; its counts.
+fn count(
+    driver: &Path,
+    scratch: &Path,
+    library: &Library,
+    sequence: Sequence,
+) -> Result<Vec<f64>, String> {
+    let profile_path = scratch.join(format!(
+        "callgrind-{}-{}.out",
+        library.malloc,
+        sequence.flag()
+    ));
     let mut command = Command::new("valgrind");
     command
         .arg("--tool=callgrind")
         .arg(format!("--callgrind-out-file={}", profile_path.display()))
         .args(["--compress-strings=no", "--compress-pos=no"])
         .arg(driver)
-        .args(["counts", &ROUNDS.to_string(), &PINGPONG.to_string()])
-        .arg(STEPS.to_string());
+        .args(["counts", sequence.flag(), &sequence.length().to_string()]);
     let run = super::process::run(library.apply(&mut command));
     let profile = std::fs::read_to_string(&profile_path);
     let _ = std::fs::remove_file(&profile_path);
     run?;
     let profile = profile.map_err(|e| format!("no callgrind output: {e}"))?;
-    per_call(&profile)
-}
-
-/// The four counts from a callgrind profile of `driver counts`.
-pub fn per_call(profile: &str) -> Result<Vec<f64>, String> {
-    let calls = outgoing_calls(profile);
-    let per_call_of = |caller: &str| match calls.get(caller) {
-        Some(&(count, cost)) if count > 0 => Ok(cost as f64 / count as f64),
-        _ => Err(format!("the profile shows no calls out of {caller}")),
-    };
-    let pair = inclusive(&inclusive_costs(profile), "pingpong_loop")? / PINGPONG as f64;
-    Ok(vec![
-        per_call_of("measured_fill")?,
-        per_call_of("measured_empty")?,
-        pair,
-        per_call_of("measured_grow")?,
-    ])
-}
-
-fn inclusive(costs: &HashMap<String, u64>, function: &str) -> Result<f64, String> {
-    costs
-        .get(function)
-        .map(|&cost| cost as f64)
-        .ok_or_else(|| format!("the profile has no {function}"))
+    sequence.per_call(&profile)
 }

@@ -110,13 +110,18 @@ fn fields_of_program_output() {
 
 #[test]
 fn callgrind_counts_per_call() {
-    let profile = "events: Ir\nfn=measured_fill\n0 180\ncfn=malloc\ncalls=20000 0\n0 280000\n\
-                   fn=measured_empty\ncfn=free\ncalls=20000 0\n0 400000\n\
-                   fn=pingpong_loop\n0 100000\ncfn=malloc\ncalls=20000 0\n0 280000\n\
-                   cfn=free\ncalls=20000 0\n0 400000\n\
-                   fn=measured_grow\ncfn=realloc\ncalls=4000 0\n0 132000\n";
-    assert_eq!(counts::per_call(profile), Ok(vec![14.0, 20.0, 39.0, 33.0]));
-    assert!(counts::per_call("events: Ir\nfn=main\n0 5\n").is_err());
+    use counts::Sequence;
+    let live = "events: Ir\nfn=measured_fill\n0 180\ncfn=malloc\ncalls=19980 0\n0 279720\n\
+                cfn=malloc\ncalls=20 0\n0 280\nfn=measured_empty\ncfn=free\ncalls=20000 0\n0 400000\n";
+    assert_eq!(Sequence::Live1000.per_call(live), Ok(vec![14.0, 20.0]));
+    let pingpong = "fn=pingpong_loop\n0 100000\ncfn=malloc\ncalls=20000 0\n0 280000\n\
+                    cfn=free\ncalls=20000 0\n0 400000\n";
+    assert_eq!(Sequence::PingPong.per_call(pingpong), Ok(vec![39.0]));
+    let realloc = "fn=measured_grow\ncfn=realloc\ncalls=4000 0\n0 132000\n";
+    assert_eq!(Sequence::Realloc16.per_call(realloc), Ok(vec![33.0]));
+    for sequence in Sequence::ALL {
+        assert!(sequence.per_call("events: Ir\nfn=main\n0 5\n").is_err());
+    }
 }
 
 #[test]
