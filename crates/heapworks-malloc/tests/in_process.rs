@@ -3,6 +3,11 @@
 
 use heapworks_malloc as hw;
 use std::ffi::c_void;
+use std::sync::Mutex;
+
+/// Held by the tests that depend on where the central heap places medium blocks, or that churn
+/// through it: the harness runs tests on parallel threads in this one process.
+static CENTRAL_LAYOUT: Mutex<()> = Mutex::new(());
 
 /// Whether this process's `malloc` is ours: a large block carries our tagged header.
 #[test]
@@ -24,6 +29,9 @@ fn process_runs_on_heapworks() {
 
 #[test]
 fn realloc_grows_and_shrinks_in_place() {
+    let _layout = CENTRAL_LAYOUT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     // SAFETY: every block is used within its size and freed once.
     unsafe {
         let p = hw::malloc(100_000).cast::<u8>();
@@ -118,6 +126,9 @@ fn resident_bytes() -> usize {
 fn freed_medium_blocks_give_their_pages_back() {
     const BLOCK: usize = 200 << 10;
     const COUNT: usize = 400;
+    let _layout = CENTRAL_LAYOUT
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     // SAFETY: every block is used within its size and freed once.
     unsafe {
         let blocks: Vec<*mut u8> = (0..COUNT)
