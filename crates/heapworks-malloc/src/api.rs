@@ -1,8 +1,8 @@
 //! The exported C functions: glibc's malloc family plus C23's `free_sized`.
 //!
 //! Invariants: every request is routed by size: up to `SMALL_MAX_REQUEST` bytes through the
-//! calling thread's cache, up to [`LARGE_MIN`] bytes to the central heap, above that to a page
-//! mapping of its own. Blocks tell their kind by the word before them (see [`crate::large`]).
+//! calling thread's cache, up to [`LARGE_MIN`] bytes through its medium cache to the central
+//! heap, above that to a page mapping of its own. Blocks tell their kind by the word before them (see [`crate::large`]).
 //! Failures return NULL with errno `ENOMEM` (impossible sizes, no memory) or `EINVAL` (bad
 //! alignment); `free` never changes errno. Alignment is at least 16 bytes.
 
@@ -50,7 +50,7 @@ extern "C" fn allocate_slow(size: usize) -> *mut c_void {
     let block = if size <= SMALL_MAX_REQUEST {
         tcache::pop_slow(class_of_request(size))
     } else if size <= LARGE_MIN {
-        allocate_central(size, GRANULE)
+        tcache::pop_medium(size).or_else(|| allocate_medium_central(size))
     } else if size <= MAX_REQUEST {
         large::allocate(size, GRANULE).map(|large| large.ptr)
     } else {
@@ -68,6 +68,12 @@ fn out_of_memory_if_none(block: Option<NonNull<u8>>) -> *mut c_void {
             null_mut()
         }
     }
+}
+
+/// A medium request the thread's medium cache could not serve.
+fn allocate_medium_central(size: usize) -> Option<NonNull<u8>> {
+    bump(&COUNTERS.medium_from_central);
+    allocate_central(size, GRANULE)
 }
 
 fn allocate_central(size: usize, align: usize) -> Option<NonNull<u8>> {
@@ -91,7 +97,7 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
         }
         let class = class_of_usable(central::usable_size(block));
         if class > MAX_CLASS {
-            return free_central(block);
+            return free_medium(block);
         }
         if !tcache::push(block, class) {
             free_small_slow(block);
@@ -111,21 +117,19 @@ unsafe extern "C" fn free_small_slow(block: NonNull<u8>) {
 }
 
 /// # Safety
-/// `block` is a live central-heap block, not used after this call.
+/// `block` is a live central-heap block above the small classes, not used after this call.
 #[inline(never)]
-unsafe extern "C" fn free_central(block: NonNull<u8>) {
+unsafe extern "C" fn free_medium(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
-    unsafe { central::lock().free(block) }
+    unsafe { tcache::push_medium(block, central::usable_size(block)) }
 }
 
 /// # Safety
 /// `block` is a live large block, not used after this call.
 #[inline(never)]
 unsafe extern "C" fn free_large(block: NonNull<u8>) {
-    let saved = os::errno();
     // SAFETY: forwarded from the caller.
-    unsafe { large::free(block) };
-    os::set_errno(saved);
+    unsafe { large::free(block) }
 }
 
 /// C23's `free_sized`: frees `ptr` (the size is not needed).

@@ -10,10 +10,20 @@
 //! word before its own blocks, so `free` tells the kinds apart with one load and finds the size
 //! in O(1). The payload runs to the end of the mapping. `realloc` moves the mapping with
 //! `mremap` (the kernel moves page tables, not bytes) and keeps the payload's offset.
-//! Freed mappings wait in a bounded cache (`HEAPWORKS_LARGE_CACHE_MIB`, at most
-//! [`CACHE_SLOTS`] of them) for reuse, so loops over multi-MiB blocks do not fault their pages
-//! in again each time; beyond the bound the oldest are unmapped. System calls are made outside
-//! the cache lock.
+//!
+//! Freed mappings are kept for reuse, so loops over multi-MiB blocks do not fault their pages
+//! in again each time:
+//! - Each thread's cache holds a [`LargeSlot`]: the thread's most recently freed mapping of at
+//!   most [`SLOT_MAX_BYTES`], reused without a lock or an atomic by a request that fits it
+//!   whole. A request that does not fit it hands it to the shared cache, and the thread's exit
+//!   does too, so a thread keeps at most one such mapping.
+//! - The shared cache, under a lock, holds at most `HEAPWORKS_LARGE_CACHE_MIB` (and at most
+//!   [`CACHE_SLOTS`] mappings); beyond the bound the oldest are unmapped.
+//!
+//! A mapping is reused whole only if it exceeds the length needed by at most an eighth; a
+//! larger one is cut down to size with `mremap` (the tail goes back to the OS), so a freed
+//! 16 MiB block serving an 8 MiB request does not keep 8 MiB of resident pages idle. System
+//! calls are made outside the cache lock, and keep errno as `free` must.
 
 use core::ptr::NonNull;
 
@@ -23,14 +33,15 @@ use crate::config;
 use crate::lock::SpinLock;
 use crate::os::{self, PAGE};
 use crate::stats::{bump, COUNTERS};
+use crate::tcache;
 
 const WORD: usize = core::mem::size_of::<usize>();
 /// The words in front of a payload: base, then tagged length.
 const HEADER: usize = 2 * WORD;
 /// Freed mappings kept at most.
 const CACHE_SLOTS: usize = 16;
-/// A cached mapping is used whole if it is at most this many times the length needed.
-const REUSE_SLACK_FACTOR: usize = 4;
+/// The longest mapping a thread's slot keeps (glibc's largest dynamic mmap threshold too).
+const SLOT_MAX_BYTES: usize = 32 << 20;
 
 const _: () = assert!(
     EMBEDDER_TAG < PAGE,
@@ -53,6 +64,48 @@ struct Cache {
 
 // SAFETY: cached mappings belong to the cache alone; nothing ties them to a thread.
 unsafe impl Send for Cache {}
+
+/// A thread's most recently freed large mapping, kept in its thread cache. All zeroes (a null
+/// base) is the empty slot.
+#[repr(C)]
+pub(crate) struct LargeSlot {
+    base: *mut u8,
+    len: usize,
+}
+
+impl LargeSlot {
+    /// Takes the mapping if it serves a request of `len` bytes whole.
+    #[inline(always)]
+    fn take_fitting(&mut self, len: usize) -> Option<Mapping> {
+        if !fits_whole(self.len, len) {
+            return None;
+        }
+        self.take()
+    }
+
+    fn take(&mut self) -> Option<Mapping> {
+        let base = NonNull::new(core::mem::replace(&mut self.base, core::ptr::null_mut()))?;
+        Some(Mapping {
+            base,
+            len: core::mem::take(&mut self.len),
+        })
+    }
+
+    /// Keeps `mapping` and returns the one it replaces.
+    #[inline(always)]
+    fn replace(&mut self, mapping: Mapping) -> Option<Mapping> {
+        let previous = self.take();
+        self.base = mapping.base.as_ptr();
+        self.len = mapping.len;
+        previous
+    }
+}
+
+/// Whether a mapping of `available` bytes serves a request of `len` bytes with little waste.
+#[inline(always)]
+fn fits_whole(available: usize, len: usize) -> bool {
+    available >= len && available - len <= len / 8
+}
 
 static CACHE: SpinLock<Cache> = SpinLock::new(Cache {
     slots: [None; CACHE_SLOTS],
@@ -84,15 +137,9 @@ pub(crate) fn allocate(size: usize, align: usize) -> Option<LargeBlock> {
         align + HEADER
     };
     let len = os::round_to_pages(size.checked_add(front)?)?;
-    let (mapping, zeroed) = match take_cached(len) {
+    let (mapping, zeroed) = match reuse(len) {
         Some(mapping) => (mapping, false),
-        None => (
-            Mapping {
-                base: os::map(len)?,
-                len,
-            },
-            true,
-        ),
+        None => (map_fresh(len)?, true),
     };
     let base = mapping.base.as_ptr().addr();
     let payload = (base + HEADER + align - 1) & !(align - 1);
@@ -101,8 +148,27 @@ pub(crate) fn allocate(size: usize, align: usize) -> Option<LargeBlock> {
     let ptr = unsafe { mapping.base.add(payload - base) };
     // SAFETY: as above.
     unsafe { write_header(ptr, mapping) };
-    bump(&COUNTERS.large_allocations);
     Some(LargeBlock { ptr, zeroed })
+}
+
+/// A new mapping of `len` bytes (whole pages), zeroed by the kernel.
+#[cold]
+fn map_fresh(len: usize) -> Option<Mapping> {
+    let base = os::map(len)?;
+    bump(&COUNTERS.large_mapped);
+    Some(Mapping { base, len })
+}
+
+/// A freed mapping for a request of `len` bytes: the thread's slot if it fits whole, else the
+/// shared cache's best fit (the slot's mapping joining the shared cache first).
+#[inline(always)]
+fn reuse(len: usize) -> Option<Mapping> {
+    // SAFETY: the slot is the calling thread's, and nothing else refers to it during this call.
+    let slot = unsafe { &mut *tcache::large_slot() };
+    if let Some(mapping) = slot.take_fitting(len) {
+        return Some(mapping);
+    }
+    take_shared(len, slot.take())
 }
 
 /// The bytes a large block can hold.
@@ -115,22 +181,61 @@ pub(crate) unsafe fn usable_size(block: NonNull<u8>) -> usize {
     mapping.base.as_ptr().addr() + mapping.len - block.as_ptr().addr()
 }
 
-/// Frees a large block: into the cache, or back to the OS.
+/// Frees a large block: into the thread's slot (its previous mapping, if any, moving to the
+/// shared cache), or into the shared cache, or back to the OS. Keeps errno.
 ///
 /// # Safety
 /// `block` is a live large block, not used after this call.
+#[inline(always)]
 pub(crate) unsafe fn free(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
     let mapping = unsafe { mapping_of(block) };
+    let shared = if mapping.len <= slot_max_bytes() {
+        match tcache::live_large_slot() {
+            // SAFETY: the slot is the calling thread's, used by nothing else meanwhile.
+            Some(slot) => unsafe { (*slot).replace(mapping) },
+            None => Some(mapping),
+        }
+    } else {
+        Some(mapping)
+    };
+    if let Some(mapping) = shared {
+        share(mapping);
+    }
+}
+
+/// The longest mapping a thread's slot may keep: none when large blocks are not cached.
+#[inline(always)]
+fn slot_max_bytes() -> usize {
+    config::large_cache_bytes().min(SLOT_MAX_BYTES)
+}
+
+/// Empties a retiring thread's slot into the shared cache.
+pub(crate) fn retire_slot(slot: &mut LargeSlot) {
+    if let Some(mapping) = slot.take() {
+        share(mapping);
+    }
+}
+
+/// Puts a freed mapping in the shared cache, unmapping what the bound evicts. Keeps errno.
+#[cold]
+fn share(mapping: Mapping) {
     let mut evicted = [None; CACHE_SLOTS + 1];
     CACHE
         .lock()
         .insert(mapping, config::large_cache_bytes(), &mut evicted);
-    for victim in evicted.into_iter().flatten() {
-        // SAFETY: evicted mappings left the cache and nothing else refers to them.
+    unmap_all(evicted.into_iter().flatten());
+}
+
+/// Unmaps mappings that left the caches, keeping errno.
+fn unmap_all(mappings: impl Iterator<Item = Mapping>) {
+    let saved = os::errno();
+    for victim in mappings {
+        // SAFETY: the mapping left the caches and nothing else refers to it.
         unsafe { os::unmap(victim.base, victim.len) };
         bump(&COUNTERS.large_unmaps);
     }
+    os::set_errno(saved);
 }
 
 /// Resizes a large block to hold `new_size` bytes with `mremap`, keeping its contents. Returns
@@ -198,11 +303,22 @@ unsafe fn write_header(ptr: NonNull<u8>, mapping: Mapping) {
     }
 }
 
-/// Takes a cached mapping of at least `len` bytes, cut down to `len` when it is much larger.
-fn take_cached(len: usize) -> Option<Mapping> {
-    let mapping = CACHE.lock().take_best_fit(len)?;
+/// Takes the shared cache's best fit for `len` bytes, cut down to `len` when it is larger than
+/// [`fits_whole`] allows, after adding `spilled` (a thread slot's mapping) to the cache.
+#[cold]
+fn take_shared(len: usize, spilled: Option<Mapping>) -> Option<Mapping> {
+    let mut evicted = [None; CACHE_SLOTS + 1];
+    let found = {
+        let mut cache = CACHE.lock();
+        if let Some(mapping) = spilled {
+            cache.insert(mapping, config::large_cache_bytes(), &mut evicted);
+        }
+        cache.take_best_fit(len)
+    };
+    unmap_all(evicted.into_iter().flatten());
+    let mapping = found?;
     bump(&COUNTERS.large_reused);
-    if mapping.len / REUSE_SLACK_FACTOR <= len {
+    if fits_whole(mapping.len, len) {
         return Some(mapping);
     }
     // SAFETY: the mapping left the cache and is ours; shrinking with mremap never moves it.

@@ -14,8 +14,9 @@
 //! |---|---|
 //! | [`size_class`] | 63 classes one 16 B granule apart, up to 1 KiB blocks; a block's header names its class |
 //! | [`tcache`] | per-thread lists of free small blocks in initial-exec TLS; no lock, no atomic on the fast paths |
+//! | [`medium`] | per-thread bins of free medium blocks (1 KiB to 256 KiB), exact sizes, bounded bytes |
 //! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`) |
-//! | [`large`] | blocks over 256 KiB: whole-page mappings, size in a tagged header word, `mremap` realloc, bounded reuse cache |
+//! | [`large`] | blocks over 256 KiB: whole-page mappings, size in a tagged header word, `mremap` realloc, a per-thread slot and a bounded shared reuse cache |
 //! | [`api`] | the exported C functions: routing by size, errno, glibc's edge cases |
 //! | [`os`] | mmap, mprotect, mremap, munmap, errno, write(2): nothing that allocates |
 //! | [`lock`] | the spin lock with backoff (never libc's locks) |
@@ -28,14 +29,19 @@
 //! large mapping, otherwise it is the core's header, whose size gives the class, and the block
 //! is pushed on the calling thread's list (whichever thread allocated it). Full lists grow
 //! within a per-thread budget or send half back to the central heap; empty lists take a batch.
-//! A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) and aligned
-//! ones go to the central heap under its lock; `realloc` grows heap blocks into a free
-//! neighbour in place and shrinks them by splitting.
+//! A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
+//! the thread's medium bins, which freed medium blocks join (within an eighth of the thread's
+//! budget), then go to the central heap under its lock, as aligned ones do; `realloc` grows
+//! heap blocks into a free neighbour in place and shrinks them by splitting. A freed large
+//! mapping of up to 32 MiB waits in its thread's slot for the next large request it fits.
 //!
-//! Memory goes back to the OS lazily and bounded: freed large mappings wait in a cache of at
-//! most 64 MiB (configurable) and the oldest are unmapped beyond it. Inside the central heap's
-//! segments, after every 64 MiB freed, the whole pages of free chunks' unused spans of at least
-//! 256 KiB are discarded with `madvise(MADV_DONTNEED)` (the core names them with
+//! Memory goes back to the OS lazily and bounded: each thread keeps at most its cache budget
+//! (1 MiB by default, one medium block beyond it at most) and one large mapping of at most
+//! 32 MiB, and gives them back when it exits; other freed large mappings wait in a shared cache
+//! of at most 64 MiB (configurable) and the oldest are unmapped beyond it; a reused mapping much
+//! longer than needed is cut down to size. Inside the central heap's segments, after every
+//! 64 MiB freed, the whole pages of free chunks' unused spans of at least 256 KiB are discarded
+//! with `madvise(MADV_DONTNEED)` (the core names them with
 //! `Heap::for_each_unused_span`).
 //!
 //! Only x86-64 Linux with glibc is supported (the TLS access is written in assembly).
@@ -51,6 +57,7 @@ mod config;
 mod fork;
 mod large;
 mod lock;
+mod medium;
 mod os;
 mod size_class;
 mod stats;

@@ -27,9 +27,14 @@ pub(crate) struct Counters {
     pub(crate) trims: AtomicUsize,
     /// Bytes of free central-heap pages given back to the OS (a page may count more than once).
     pub(crate) trimmed_bytes: AtomicUsize,
-    /// Large blocks handed out.
-    pub(crate) large_allocations: AtomicUsize,
-    /// Large blocks served from the cache of freed ones.
+    /// Medium requests the thread's medium cache could not serve.
+    pub(crate) medium_from_central: AtomicUsize,
+    /// Medium blocks the thread caches gave back to the central heap.
+    pub(crate) medium_released: AtomicUsize,
+    /// Large mappings made for new blocks (blocks reused from a thread's slot are not counted:
+    /// the fast paths count nothing).
+    pub(crate) large_mapped: AtomicUsize,
+    /// Large blocks served from the shared cache of freed mappings.
     pub(crate) large_reused: AtomicUsize,
     /// Large blocks resized with `mremap`.
     pub(crate) large_remaps: AtomicUsize,
@@ -52,7 +57,9 @@ pub(crate) static COUNTERS: Counters = Counters {
     reservations: AtomicUsize::new(0),
     trims: AtomicUsize::new(0),
     trimmed_bytes: AtomicUsize::new(0),
-    large_allocations: AtomicUsize::new(0),
+    medium_from_central: AtomicUsize::new(0),
+    medium_released: AtomicUsize::new(0),
+    large_mapped: AtomicUsize::new(0),
     large_reused: AtomicUsize::new(0),
     large_remaps: AtomicUsize::new(0),
     large_unmaps: AtomicUsize::new(0),
@@ -136,8 +143,14 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  large blocks: {} allocated ({} reused), {} mremaps, {} unmaps",
-        get(&c.large_allocations),
+        "  medium blocks: {} requests served by the central heap, {} cached blocks given back",
+        get(&c.medium_from_central),
+        get(&c.medium_released)
+    )?;
+    writeln!(
+        out,
+        "  large blocks: {} mapped, {} reused from the shared cache, {} mremaps, {} unmaps",
+        get(&c.large_mapped),
         get(&c.large_reused),
         get(&c.large_remaps),
         get(&c.large_unmaps)

@@ -8,14 +8,18 @@
 //! another thread simply joins the freeing thread's cache: every cached block is allocated in
 //! the central heap's eyes, so any thread can hand it back.
 //!
+//! The cache also holds the thread's medium blocks ([`MediumCache`], an eighth of the budget) and
+//! its most recently freed large mapping ([`LargeSlot`]); their modules say how they work.
+//!
 //! Invariants:
 //! - For every class `c`: `room + length of the list == limit`, and every block on the list
 //!   holds `request_of_class(c)` bytes.
-//! - The cache starts zeroed (`Uninit`: every list empty, every room 0), so both fast paths fall
-//!   into the slow path, which sets it up; `Dead` (after the thread's exit destructor) keeps
-//!   every list empty and every room 0 for good, and the slow paths then use the central heap
-//!   directly.
-//! - `limit * block size` summed over the classes never exceeds the thread's budget.
+//! - The cache starts zeroed (`Uninit`: every list empty, every room 0, the medium cache and
+//!   the large slot empty and closed), so the fast paths fall into the slow paths, which set it
+//!   up; `Dead` (after the thread's exit destructor) keeps them all empty and closed for good,
+//!   and the slow paths then use the central heap and the shared large cache directly.
+//! - `limit * block size` summed over the classes never exceeds the thread's budget less the
+//!   medium cache's share.
 //!
 //! The TLS variable is defined in assembly (`.tbss`) and reached through a `GOTTPOFF`
 //! relocation, which is the initial-exec model on stable Rust: two instructions, never
@@ -28,6 +32,8 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::central::{self, Central};
 use crate::config;
+use crate::large::{self, LargeSlot};
+use crate::medium::MediumCache;
 use crate::size_class::{
     block_class, request_of_class, CLASS_SLOTS, MAX_CLASS, MIN_CLASS, TINY_CLASS,
 };
@@ -40,6 +46,8 @@ const MAX_LIST_BYTES: usize = 128 << 10;
 const MAX_LIST_BLOCKS: u32 = 1024;
 /// Blocks fetched from the central heap at most per refill.
 const MAX_REFILL: u32 = 64;
+/// The medium cache gets this fraction of the thread's budget, the small lists the rest.
+const MEDIUM_BUDGET_DIVISOR: usize = 8;
 
 /// One class's list.
 #[repr(C)]
@@ -67,6 +75,8 @@ pub(crate) struct ThreadCache {
     /// Bytes of budget not yet promised to any list's limit.
     budget_left: usize,
     state: State,
+    medium: MediumCache,
+    large: LargeSlot,
 }
 
 core::arch::global_asm!(
@@ -148,16 +158,29 @@ pub(crate) unsafe fn push(block: NonNull<u8>, class: usize) -> bool {
     }
 }
 
+/// The calling thread's cache, set up if it was not yet; `None` once the thread's exit
+/// destructor has retired it.
+#[inline]
+fn live_cache() -> Option<*mut ThreadCache> {
+    let cache = current();
+    // SAFETY: the cache is this thread's.
+    match unsafe { (*cache).state } {
+        // SAFETY: as above, and it is `Uninit`.
+        State::Uninit => unsafe { start(cache) },
+        State::Dead => return None,
+        State::Live => {}
+    }
+    Some(cache)
+}
+
 /// `malloc`'s slow path for a small request: sets up the cache or refills the list, then pops.
 pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
-    // SAFETY: the cache is this thread's; `class` is a valid class (callers map requests).
+    if live_cache().is_none() {
+        return allocate_direct(class);
+    }
+    // SAFETY: the cache is this thread's and live; `class` is a valid class (callers map
+    // requests).
     unsafe {
-        let cache = current();
-        match (*cache).state {
-            State::Uninit => start(cache),
-            State::Dead => return allocate_direct(class),
-            State::Live => {}
-        }
         if class != TINY_CLASS || !move_to_tiny(bin(TINY_CLASS), bin(MIN_CLASS)) {
             refill(bin(class), class)?;
         }
@@ -198,16 +221,73 @@ unsafe fn move_to_tiny(tiny: *mut Bin, small: *mut Bin) -> bool {
 pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
     // SAFETY: the cache is this thread's; the block is the caller's to give up.
     unsafe {
-        let cache = current();
-        match (*cache).state {
-            State::Uninit => start(cache),
-            State::Dead => return central::lock().free(block),
-            State::Live => make_room(cache, class),
+        let Some(cache) = live_cache() else {
+            return central::lock().free(block);
+        };
+        if push(block, class) {
+            return;
         }
+        make_room(cache, class);
         if !push(block, class) {
             central::lock().free(block);
         }
     }
+}
+
+/// Takes a medium block for a request of `size` bytes (above the small classes, at most
+/// `LARGE_MIN`) from the calling thread's cache.
+#[inline(always)]
+pub(crate) fn pop_medium(size: usize) -> Option<NonNull<u8>> {
+    // SAFETY: the medium cache is this thread's and nothing else refers to it meanwhile.
+    unsafe { (*current()).medium.pop(size) }
+}
+
+/// Caches a freed medium block in the calling thread's cache, making room if needed, or gives
+/// it to the central heap.
+///
+/// # Safety
+/// `block` is a live central-heap block of `usable` bytes, above the small classes, that the
+/// caller gives up.
+#[inline(always)]
+pub(crate) unsafe fn push_medium(block: NonNull<u8>, usable: usize) {
+    // SAFETY: the medium cache is this thread's; the block is the caller's to give up.
+    unsafe {
+        if !(*current()).medium.push(block, usable) {
+            push_medium_slow(block, usable);
+        }
+    }
+}
+
+/// # Safety
+/// As for [`push_medium`].
+#[cold]
+unsafe fn push_medium_slow(block: NonNull<u8>, usable: usize) {
+    // Before the lock: setting up a cache may allocate.
+    let cache = live_cache();
+    let mut central = central::lock();
+    // SAFETY: the cache is this thread's and live; the block is the caller's to give up.
+    unsafe {
+        match cache {
+            Some(cache) => (*cache)
+                .medium
+                .push_after_release(&mut central, block, usable),
+            None => central.free(block),
+        }
+    }
+}
+
+/// The calling thread's large-mapping slot (empty unless the cache is live).
+#[inline(always)]
+pub(crate) fn large_slot() -> *mut LargeSlot {
+    // SAFETY: the cache is this thread's; this only computes a field's address.
+    unsafe { &raw mut (*current()).large }
+}
+
+/// The calling thread's large-mapping slot, open for a freed mapping; `None` once retired.
+#[inline(always)]
+pub(crate) fn live_large_slot() -> Option<*mut LargeSlot> {
+    // SAFETY: as in `large_slot`.
+    live_cache().map(|cache| unsafe { &raw mut (*cache).large })
 }
 
 /// Serves a small request straight from the central heap (for a thread past its exit).
@@ -229,7 +309,9 @@ fn layout_of_class(class: usize) -> Layout {
 unsafe fn start(cache: *mut ThreadCache) {
     // SAFETY: the cache is this thread's.
     unsafe {
-        let mut budget = config::thread_cache_bytes();
+        let medium_budget = config::thread_cache_bytes() / MEDIUM_BUDGET_DIVISOR;
+        (*cache).medium.start(medium_budget);
+        let mut budget = config::thread_cache_bytes() - medium_budget;
         for class in TINY_CLASS..=MAX_CLASS {
             let limit = initial_limit(class);
             let bin = bin(class);
@@ -362,6 +444,9 @@ fn retire() {
             (*bin).room = 0;
             (*bin).limit = 0;
         }
+        (*cache).medium.retire(&mut central);
+        drop(central);
+        large::retire_slot(&mut (*cache).large);
     }
     bump(&COUNTERS.caches_retired);
 }

@@ -135,6 +135,11 @@ pub fn assert_success(output: &Output, what: &str) {
 /// The statistics report in a run's stderr (proof the library served the process), with the
 /// number after `label` on its line, e.g. `stat(&output, "large blocks:")`.
 pub fn stat(output: &Output, label: &str) -> usize {
+    stat_numbers(output, label)[0]
+}
+
+/// Every number on the statistics line that starts with `label`, in order.
+pub fn stat_numbers(output: &Output, label: &str) -> Vec<usize> {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
         stderr.contains("heapworks-malloc statistics"),
@@ -144,9 +149,10 @@ pub fn stat(output: &Output, label: &str) -> usize {
         .lines()
         .find(|line| line.trim_start().starts_with(label))
         .unwrap_or_else(|| panic!("no {label} line in\n{stderr}"));
-    line.trim_start()[label.len()..]
-        .split_whitespace()
-        .next()
-        .and_then(|word| word.parse().ok())
-        .unwrap_or_else(|| panic!("no number after {label} in {line}"))
+    let numbers: Vec<usize> = line.trim_start()[label.len()..]
+        .split(|c: char| !c.is_ascii_digit())
+        .filter_map(|word| word.parse().ok())
+        .collect();
+    assert!(!numbers.is_empty(), "no number after {label} in {line}");
+    numbers
 }

@@ -1,0 +1,85 @@
+/* The per-thread caches of medium blocks and large mappings, for tests/caches.rs (run with the
+ * library preloaded and HEAPWORKS_STATS=1, whose report the test reads).
+ *
+ *   caches loops    free(malloc(n)) 10000 times each for n = 5 KB, 50 KB, 200 KB, 500 KB, 5 MB
+ *   caches bounded  frees 3000 medium blocks of mixed sizes; the cache keeps few of them
+ *   caches exit     a thread frees medium blocks of mixed sizes and exits; its cache goes back
+ *   caches shrink   a freed 16 MiB block serves an 8 MiB request cut down to size
+ * Prints `<mode>: ok` and exits 0, or exits 1 at the first failed check. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+#define MEDIUM_BLOCKS 3000
+
+static void *volatile sink;
+
+static void loops(void) {
+    static const size_t sizes[] = {5000, 50000, 200000, 500000, 5000000};
+    for (size_t s = 0; s < sizeof sizes / sizeof *sizes; s++) {
+        for (int i = 0; i < 10000; i++) {
+            void *p = malloc(sizes[s]);
+            CHECK(p);
+            sink = p;
+            free(p);
+        }
+    }
+}
+
+/* Sizes from 1 KiB to about 200 KiB, spread over the medium bins. */
+static size_t medium_size(unsigned i) {
+    return 1024 + (size_t)(i * 2654435761u % 200000u);
+}
+
+static void *allocate_and_free_medium(void *unused) {
+    (void)unused;
+    static char *blocks[MEDIUM_BLOCKS];
+    for (unsigned i = 0; i < MEDIUM_BLOCKS; i++) {
+        blocks[i] = malloc(medium_size(i));
+        CHECK(blocks[i]);
+        blocks[i][0] = blocks[i][medium_size(i) - 1] = (char)i;
+    }
+    for (unsigned i = 0; i < MEDIUM_BLOCKS; i++) free(blocks[i]);
+    return NULL;
+}
+
+static void on_exit_of_thread(void) {
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, allocate_and_free_medium, NULL) == 0);
+    CHECK(pthread_join(thread, NULL) == 0);
+}
+
+static void shrink(void) {
+    char *big = malloc(16 << 20);
+    CHECK(big);
+    memset(big, 1, 16 << 20);
+    free(big);
+    char *half = malloc(8 << 20);
+    CHECK(half);
+    CHECK(malloc_usable_size(half) <= (9 << 20));
+    memset(half, 2, 8 << 20);
+    free(half);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) return 2;
+    if (!strcmp(argv[1], "loops")) loops();
+    else if (!strcmp(argv[1], "bounded")) allocate_and_free_medium(NULL);
+    else if (!strcmp(argv[1], "exit")) on_exit_of_thread();
+    else if (!strcmp(argv[1], "shrink")) shrink();
+    else return 2;
+    printf("%s: ok\n", argv[1]);
+    return 0;
+}
