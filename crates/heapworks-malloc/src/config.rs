@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | `HEAPWORKS_STATS` | unset | `1`: print statistics at exit to the stderr the process started with |
 //! | `HEAPWORKS_LARGE_CACHE_MIB` | 64 | freed large blocks kept mapped for reuse in the shared cache, in MiB (0: none, and no per-thread slot either; a slot keeps at most the smaller of this and 32 MiB) |
-//! | `HEAPWORKS_TCACHE_KIB` | 1024 | most bytes one thread's cache may hold, in KiB (an eighth for medium blocks, the rest for small ones) |
+//! | `HEAPWORKS_TCACHE_KIB` | 512 | most bytes one thread's cache may hold, in KiB (an eighth for medium blocks, the rest for small ones) |
 //!
 //! Invariants: values change only in [`load`], called by the constructor while the process is
 //! still single-threaded; allocations made before it (by the dynamic loader or other
@@ -17,7 +17,7 @@ static STATS_AT_EXIT: AtomicBool = AtomicBool::new(false);
 /// Where the statistics go: a copy of stderr taken at load time.
 static STATS_FD: AtomicI32 = AtomicI32::new(libc::STDERR_FILENO);
 static LARGE_CACHE_BYTES: AtomicUsize = AtomicUsize::new(64 << 20);
-static THREAD_CACHE_BYTES: AtomicUsize = AtomicUsize::new(1 << 20);
+static THREAD_CACHE_BYTES: AtomicUsize = AtomicUsize::new(512 << 10);
 
 /// Whether to print statistics at exit.
 pub(crate) fn stats_at_exit() -> bool {

@@ -38,7 +38,7 @@ fn loops_over_one_size_stay_in_the_thread() {
 #[test]
 fn medium_cache_stays_within_its_budget() {
     // 3000 blocks of 1 KiB to 200 KiB (about 300 MB) freed: the cache keeps at most an eighth
-    // of the 1 MiB budget plus one block, and the central heap gets the rest back.
+    // of the 512 KiB budget plus one block, and the central heap gets the rest back.
     let output = run("bounded", &[]);
     let in_use = stat(&output, "central heap:");
     assert!(in_use < 1 << 20, "{in_use} B still in use at exit");
