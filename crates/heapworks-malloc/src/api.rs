@@ -255,12 +255,21 @@ unsafe fn realloc_large(block: NonNull<u8>, size: usize) -> *mut c_void {
     }
     let saved = os::errno();
     // SAFETY: `block` is live.
-    let resized = unsafe { large::realloc(block, size) };
-    if resized.is_some() {
+    if let Some(resized) = unsafe { large::realloc(block, size) } {
         os::set_errno(saved);
         bump(&COUNTERS.realloc_in_place);
+        return resized.as_ptr().cast();
     }
-    out_of_memory_if_none(resized)
+    // The kernel refused (no room, or a reused range spans two kernel mappings): a shrink keeps
+    // the block as it is, a growth copies.
+    // SAFETY: `block` is live.
+    let usable = unsafe { large::usable_size(block) };
+    if size <= usable {
+        os::set_errno(saved);
+        return block.as_ptr().cast();
+    }
+    // SAFETY: `block` is live and holds `usable` bytes.
+    unsafe { move_block(block, usable, size) }
 }
 
 /// Moves a block's first `min(usable, size)` bytes to a new block of `size` bytes.

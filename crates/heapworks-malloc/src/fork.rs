@@ -4,7 +4,8 @@
 //! code ever holds both, so the order cannot deadlock); the parent and child handlers release
 //! them. In the child only the forking thread exists: its cache stays valid, and the caches of
 //! the other threads are simply never used again (their blocks stay allocated in the central
-//! heap: a bounded leak, at most the other threads' cache budgets).
+//! heap, their large slots mapped: a bounded leak, at most the other threads' cache budgets and
+//! one large mapping each).
 
 /// Registers the handlers (from the library constructor; `pthread_atfork` itself may allocate,
 /// which is fine there).

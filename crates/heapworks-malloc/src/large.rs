@@ -18,12 +18,18 @@
 //!   whole. A request that does not fit it hands it to the shared cache, and the thread's exit
 //!   does too, so a thread keeps at most one such mapping.
 //! - The shared cache, under a lock, holds at most `HEAPWORKS_LARGE_CACHE_MIB` (and at most
-//!   [`CACHE_SLOTS`] mappings); beyond the bound the oldest are unmapped.
+//!   [`CACHE_SLOTS`] ranges); beyond the bound the oldest are unmapped. A freed range that
+//!   touches a cached one joins it, so a mapping split for one request is whole again for the
+//!   next.
 //!
-//! A mapping is reused whole only if it exceeds the length needed by at most an eighth; a
-//! larger one is cut down to size with `mremap` (the tail goes back to the OS), so a freed
-//! 16 MiB block serving an 8 MiB request does not keep 8 MiB of resident pages idle. System
-//! calls are made outside the cache lock, and keep errno as `free` must.
+//! A request takes the smallest cached range that holds it: whole if that exceeds the length
+//! needed by at most an eighth, else split, its tail staying cached (no system call: a freed
+//! 16 MiB block serves two 8 MiB requests, not one with 8 MiB idle). When no cached range holds
+//! it, the largest is grown with `mremap`, which keeps its resident pages, so a loop over
+//! blocks of varying multi-MiB sizes faults in only what exceeds the largest so far. A range
+//! may span two kernel mappings after joining, where `mremap` fails: then the request maps
+//! fresh memory and `realloc` copies. System calls are made outside the cache lock, and keep
+//! errno as `free` must.
 
 use core::ptr::NonNull;
 
@@ -38,8 +44,10 @@ use crate::tcache;
 const WORD: usize = core::mem::size_of::<usize>();
 /// The words in front of a payload: base, then tagged length.
 const HEADER: usize = 2 * WORD;
-/// Freed mappings kept at most.
+/// Freed ranges kept at most.
 const CACHE_SLOTS: usize = 16;
+/// Ranges one visit to the shared cache can evict: every cached one and the two it adds.
+const EVICTED_MAX: usize = CACHE_SLOTS + 2;
 /// The longest mapping a thread's slot keeps (glibc's largest dynamic mmap threshold too).
 const SLOT_MAX_BYTES: usize = 32 << 20;
 
@@ -48,14 +56,46 @@ const _: () = assert!(
     "the tag must fit in a page-rounded length"
 );
 
-/// A mapping: its base and length in bytes (whole pages).
+/// A range of whole pages of our anonymous read-write mappings (a block's, or a cached one):
+/// its base and length in bytes. It may be part of one kernel mapping or, once joined, span two.
 #[derive(Clone, Copy)]
 struct Mapping {
     base: NonNull<u8>,
     len: usize,
 }
 
-/// Freed mappings, oldest first.
+/// Ranges evicted from the shared cache under its lock, to unmap after releasing it.
+struct Evicted {
+    ranges: [Option<Mapping>; EVICTED_MAX],
+    count: usize,
+}
+
+impl Evicted {
+    const fn new() -> Evicted {
+        Evicted {
+            ranges: [None; EVICTED_MAX],
+            count: 0,
+        }
+    }
+
+    fn push(&mut self, range: Mapping) {
+        self.ranges[self.count] = Some(range);
+        self.count += 1;
+    }
+
+    /// Unmaps the evicted ranges, keeping errno.
+    fn unmap_all(self) {
+        let saved = os::errno();
+        for victim in self.ranges.into_iter().flatten() {
+            // SAFETY: the range left the caches and nothing else refers to it.
+            unsafe { os::unmap(victim.base, victim.len) };
+            bump(&COUNTERS.large_unmaps);
+        }
+        os::set_errno(saved);
+    }
+}
+
+/// Freed ranges of whole pages, oldest first.
 struct Cache {
     slots: [Option<Mapping>; CACHE_SLOTS],
     count: usize,
@@ -220,26 +260,16 @@ pub(crate) fn retire_slot(slot: &mut LargeSlot) {
 /// Puts a freed mapping in the shared cache, unmapping what the bound evicts. Keeps errno.
 #[cold]
 fn share(mapping: Mapping) {
-    let mut evicted = [None; CACHE_SLOTS + 1];
+    let mut evicted = Evicted::new();
     CACHE
         .lock()
         .insert(mapping, config::large_cache_bytes(), &mut evicted);
-    unmap_all(evicted.into_iter().flatten());
-}
-
-/// Unmaps mappings that left the caches, keeping errno.
-fn unmap_all(mappings: impl Iterator<Item = Mapping>) {
-    let saved = os::errno();
-    for victim in mappings {
-        // SAFETY: the mapping left the caches and nothing else refers to it.
-        unsafe { os::unmap(victim.base, victim.len) };
-        bump(&COUNTERS.large_unmaps);
-    }
-    os::set_errno(saved);
+    evicted.unmap_all();
 }
 
 /// Resizes a large block to hold `new_size` bytes with `mremap`, keeping its contents. Returns
-/// the (possibly moved) block, or `None` with the block untouched.
+/// the (possibly moved) block, or `None` with the block untouched (out of memory, or a range
+/// that spans two kernel mappings).
 ///
 /// # Safety
 /// `block` is a live large block.
@@ -251,7 +281,8 @@ pub(crate) unsafe fn realloc(block: NonNull<u8>, new_size: usize) -> Option<NonN
     if len == mapping.len {
         return Some(block);
     }
-    // SAFETY: the mapping is the block's own, whole; on success the old range is gone.
+    // SAFETY: the range is the block's own (the kernel splits a mapping it is part of); on
+    // success the old range is gone.
     let base = unsafe { os::remap(mapping.base, mapping.len, len) }?;
     bump(&COUNTERS.large_remaps);
     // SAFETY: the payload keeps its offset inside the resized mapping, which holds it.
@@ -303,83 +334,147 @@ unsafe fn write_header(ptr: NonNull<u8>, mapping: Mapping) {
     }
 }
 
-/// Takes the shared cache's best fit for `len` bytes, cut down to `len` when it is larger than
-/// [`fits_whole`] allows, after adding `spilled` (a thread slot's mapping) to the cache.
+/// A mapping of `len` bytes from the shared cache, after adding `spilled` (a thread slot's
+/// mapping) to it: the best fit, whole or split, else the largest range grown to `len`.
 #[cold]
 fn take_shared(len: usize, spilled: Option<Mapping>) -> Option<Mapping> {
-    let mut evicted = [None; CACHE_SLOTS + 1];
-    let found = {
+    let limit = config::large_cache_bytes();
+    let mut evicted = Evicted::new();
+    let (fit, largest) = {
         let mut cache = CACHE.lock();
         if let Some(mapping) = spilled {
-            cache.insert(mapping, config::large_cache_bytes(), &mut evicted);
+            cache.insert(mapping, limit, &mut evicted);
         }
-        cache.take_best_fit(len)
+        match cache.take_best_fit(len) {
+            Some(range) => (Some(cache.keep_tail(range, len, limit, &mut evicted)), None),
+            None => (None, cache.take_largest()),
+        }
     };
-    unmap_all(evicted.into_iter().flatten());
-    let mapping = found?;
-    bump(&COUNTERS.large_reused);
-    if fits_whole(mapping.len, len) {
-        return Some(mapping);
+    evicted.unmap_all();
+    if fit.is_some() {
+        bump(&COUNTERS.large_reused);
+        return fit;
     }
-    // SAFETY: the mapping left the cache and is ours; shrinking with mremap never moves it.
-    match unsafe { os::remap(mapping.base, mapping.len, len) } {
-        Some(base) => Some(Mapping { base, len }),
-        None => Some(mapping),
+    grow(largest?, len)
+}
+
+/// Grows a range that left the cache to `len` bytes with `mremap`; gives it back to the cache
+/// if the kernel refuses (it spans two kernel mappings).
+fn grow(range: Mapping, len: usize) -> Option<Mapping> {
+    // SAFETY: the range left the cache and is ours alone; on success the old range is gone.
+    match unsafe { os::remap(range.base, range.len, len) } {
+        Some(base) => {
+            bump(&COUNTERS.large_reused);
+            bump(&COUNTERS.large_remaps);
+            Some(Mapping { base, len })
+        }
+        None => {
+            share(range);
+            None
+        }
     }
 }
 
 impl Cache {
-    /// Removes and returns the smallest cached mapping of at least `len` bytes.
+    /// Removes and returns the smallest cached range of at least `len` bytes.
     fn take_best_fit(&mut self, len: usize) -> Option<Mapping> {
-        let mut best: Option<usize> = None;
-        for (index, slot) in self.slots[..self.count].iter().enumerate() {
-            let Some(mapping) = slot else { continue };
-            let better = best.is_none_or(|b| self.slots[b].is_some_and(|m| mapping.len < m.len));
-            if mapping.len >= len && better {
-                best = Some(index);
-            }
-        }
-        let index = best?;
-        let mapping = self.slots[index].take()?;
-        self.slots.copy_within(index + 1..self.count, index);
-        self.count -= 1;
-        self.slots[self.count] = None;
-        self.bytes -= mapping.len;
-        Some(mapping)
+        let index = (0..self.count)
+            .filter(|&index| self.len_at(index) >= len)
+            .min_by_key(|&index| self.len_at(index))?;
+        self.remove(index)
     }
 
-    /// Adds `mapping`, then evicts the oldest mappings into `evicted` until the cache holds at
-    /// most `limit` bytes in at most `CACHE_SLOTS` mappings.
-    fn insert(
+    /// Removes and returns the longest cached range.
+    fn take_largest(&mut self) -> Option<Mapping> {
+        let index = (0..self.count).max_by_key(|&index| self.len_at(index))?;
+        self.remove(index)
+    }
+
+    /// `range` if it serves `len` bytes whole, else its first `len` bytes, the rest cached.
+    fn keep_tail(
         &mut self,
-        mapping: Mapping,
+        range: Mapping,
+        len: usize,
         limit: usize,
-        evicted: &mut [Option<Mapping>; CACHE_SLOTS + 1],
-    ) {
-        let mut victims = 0;
-        if mapping.len > limit {
-            evicted[victims] = Some(mapping);
+        evicted: &mut Evicted,
+    ) -> Mapping {
+        if fits_whole(range.len, len) {
+            return range;
+        }
+        // SAFETY: `len < range.len`, so the tail starts inside the range.
+        let tail_base = unsafe { range.base.add(len) };
+        let tail = Mapping {
+            base: tail_base,
+            len: range.len - len,
+        };
+        self.insert(tail, limit, evicted);
+        Mapping {
+            base: range.base,
+            len,
+        }
+    }
+
+    /// Adds `range`, joined with the cached ranges it touches, then evicts the oldest ranges
+    /// until the cache holds at most `limit` bytes in at most `CACHE_SLOTS` ranges.
+    fn insert(&mut self, range: Mapping, limit: usize, evicted: &mut Evicted) {
+        let range = self.join_neighbours(range);
+        if range.len > limit {
+            evicted.push(range);
             return;
         }
         if self.count == CACHE_SLOTS {
-            evicted[victims] = self.pop_oldest();
-            victims += 1;
+            self.evict_oldest(evicted);
         }
-        self.slots[self.count] = Some(mapping);
+        self.slots[self.count] = Some(range);
         self.count += 1;
-        self.bytes += mapping.len;
-        while self.bytes > limit && victims < evicted.len() {
-            evicted[victims] = self.pop_oldest();
-            victims += 1;
-        }
+        self.bytes += range.len;
+        while self.bytes > limit && self.evict_oldest(evicted) {}
     }
 
-    fn pop_oldest(&mut self) -> Option<Mapping> {
-        let oldest = self.slots[0].take()?;
-        self.slots.copy_within(1..self.count, 0);
+    /// `range` extended by the cached ranges right before and after it, which leave the cache.
+    fn join_neighbours(&mut self, mut range: Mapping) -> Mapping {
+        while let Some(index) = (0..self.count).find(|&index| self.touches(index, range)) {
+            let Some(neighbour) = self.remove(index) else {
+                break;
+            };
+            if neighbour.base < range.base {
+                range.base = neighbour.base;
+            }
+            range.len += neighbour.len;
+        }
+        range
+    }
+
+    fn touches(&self, index: usize, range: Mapping) -> bool {
+        self.slots[index].is_some_and(|cached| {
+            let (start, end) = (
+                cached.base.as_ptr().addr(),
+                cached.base.as_ptr().addr() + cached.len,
+            );
+            end == range.base.as_ptr().addr() || start == range.base.as_ptr().addr() + range.len
+        })
+    }
+
+    fn len_at(&self, index: usize) -> usize {
+        self.slots[index].map_or(0, |range| range.len)
+    }
+
+    /// Moves the oldest range to `evicted`. Returns whether there was one.
+    fn evict_oldest(&mut self, evicted: &mut Evicted) -> bool {
+        let oldest = self.remove(0);
+        if let Some(range) = oldest {
+            evicted.push(range);
+        }
+        oldest.is_some()
+    }
+
+    /// Removes the range at `index < count`, keeping the others in order.
+    fn remove(&mut self, index: usize) -> Option<Mapping> {
+        let removed = self.slots[index].take()?;
+        self.slots.copy_within(index + 1..self.count, index);
         self.count -= 1;
         self.slots[self.count] = None;
-        self.bytes -= oldest.len;
-        Some(oldest)
+        self.bytes -= removed.len;
+        Some(removed)
     }
 }

@@ -70,11 +70,13 @@ pub(crate) unsafe fn unmap(addr: NonNull<u8>, len: usize) {
     unsafe { libc::munmap(addr.as_ptr().cast(), len) };
 }
 
-/// Resizes the mapping `[addr, addr + old_len)` to `new_len` bytes, moving it if it must.
-/// Returns the new base, or `None` (the mapping unchanged) when the kernel refuses.
+/// Resizes the range `[addr, addr + old_len)` to `new_len` bytes, moving it if it must.
+/// Returns the new base, or `None` (the range unchanged) when the kernel refuses, as it does
+/// for a range that spans two mappings.
 ///
 /// # Safety
-/// The range is a whole mapping owned by the caller; on success the old range is gone.
+/// The range is a mapping, or part of one, owned by the caller; on success the old range is
+/// gone.
 pub(crate) unsafe fn remap(
     addr: NonNull<u8>,
     old_len: usize,

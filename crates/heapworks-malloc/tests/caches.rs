@@ -1,6 +1,7 @@
 //! The per-thread caches of medium blocks and large mappings (tests/c/caches.c): loops over one
 //! size take no lock and map nothing again, the medium cache stays within its budget and goes
-//! back when its thread exits, and a reused mapping is cut down to the size asked for.
+//! back when its thread exits, a freed mapping is split between smaller requests and joined
+//! again, and blocks of varying multi-MiB sizes reuse the pages already resident.
 
 mod common;
 
@@ -54,6 +55,25 @@ fn exiting_thread_gives_its_medium_cache_back() {
 }
 
 #[test]
-fn reused_mapping_is_cut_down_to_size() {
-    run("shrink", &[]);
+fn freed_mapping_is_split_and_joined_again() {
+    // 16 MiB freed, two 8 MiB blocks (one grown by realloc) and 16 MiB again: one mapping.
+    let output = run("split", &[]);
+    let mapped = stat(&output, "large blocks:");
+    assert_eq!(mapped, 1, "{mapped} mappings made");
+}
+
+#[test]
+fn varying_multi_mib_blocks_reuse_resident_pages() {
+    let output = run("varying", &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let number_after = |label: &str| -> usize {
+        let rest = &stdout[stdout.find(label).expect(label) + label.len()..];
+        rest.split_whitespace().next().unwrap().parse().unwrap()
+    };
+    // Up to 25 MiB at once: about 6400 pages. Mapping each block afresh faults 100 times that;
+    // keeping both an old mapping and a new one doubles the peak.
+    let faults = number_after("faults");
+    assert!(faults < 8_000, "{faults} page faults");
+    let maxrss_kib = number_after("maxrss");
+    assert!(maxrss_kib < 40 << 10, "peak RSS {maxrss_kib} KiB");
 }

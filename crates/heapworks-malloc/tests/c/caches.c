@@ -4,7 +4,9 @@
  *   caches loops    free(malloc(n)) 10000 times each for n = 5 KB, 50 KB, 200 KB, 500 KB, 5 MB
  *   caches bounded  frees 3000 medium blocks of mixed sizes; the cache keeps few of them
  *   caches exit     a thread frees medium blocks of mixed sizes and exits; its cache goes back
- *   caches shrink   a freed 16 MiB block serves an 8 MiB request cut down to size
+ *   caches split    a freed 16 MiB block serves two 8 MiB requests, then one of 16 MiB again
+ *   caches varying  100 blocks of 5 to 25 MiB, every page touched; prints `faults <minor page
+ *                   faults> maxrss <peak RSS in KiB>` for the loop
  * Prints `<mode>: ok` and exits 0, or exits 1 at the first failed check. */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -13,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #define CHECK(cond)                                                                   \
     do {                                                                              \
@@ -61,16 +64,43 @@ static void on_exit_of_thread(void) {
     CHECK(pthread_join(thread, NULL) == 0);
 }
 
-static void shrink(void) {
-    char *big = malloc(16 << 20);
+static void split(void) {
+    const size_t half = 8 << 20;
+    char *big = malloc(2 * half);
     CHECK(big);
-    memset(big, 1, 16 << 20);
+    memset(big, 1, 2 * half);
     free(big);
-    char *half = malloc(8 << 20);
-    CHECK(half);
-    CHECK(malloc_usable_size(half) <= (9 << 20));
-    memset(half, 2, 8 << 20);
-    free(half);
+    char *first = malloc(half), *second = malloc(half);
+    CHECK(first && second);
+    CHECK(malloc_usable_size(first) <= half + half / 8);
+    CHECK(first + half <= second || second + half <= first);
+    memset(first, 2, half);
+    memset(second, 3, half);
+    first = realloc(first, half + half / 2);
+    CHECK(first && first[half - 1] == 2);
+    free(first);
+    free(second);
+    char *whole = malloc(2 * half);
+    CHECK(whole);
+    memset(whole, 4, 2 * half);
+    free(whole);
+}
+
+static void varying(void) {
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    unsigned state = 1;
+    for (int i = 0; i < 100; i++) {
+        state = state * 1103515245u + 12345u;
+        size_t size = (5u << 20) + (state >> 8) % (20u << 20);
+        char *p = malloc(size);
+        CHECK(p);
+        for (size_t k = 0; k < size; k += 4096) p[k] = (char)i;
+        p[size - 1] = (char)i;
+        free(p);
+    }
+    getrusage(RUSAGE_SELF, &after);
+    printf("faults %ld maxrss %ld\n", after.ru_minflt - before.ru_minflt, after.ru_maxrss);
 }
 
 int main(int argc, char **argv) {
@@ -78,7 +108,8 @@ int main(int argc, char **argv) {
     if (!strcmp(argv[1], "loops")) loops();
     else if (!strcmp(argv[1], "bounded")) allocate_and_free_medium(NULL);
     else if (!strcmp(argv[1], "exit")) on_exit_of_thread();
-    else if (!strcmp(argv[1], "shrink")) shrink();
+    else if (!strcmp(argv[1], "split")) split();
+    else if (!strcmp(argv[1], "varying")) varying();
     else return 2;
     printf("%s: ok\n", argv[1]);
     return 0;
