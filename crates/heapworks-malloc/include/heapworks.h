@@ -7,8 +7,9 @@
  * (impossible sizes, no memory) or EINVAL (bad alignment); free keeps errno.
  *
  * Environment: HEAPWORKS_STATS=1 prints statistics at exit; HEAPWORKS_LARGE_CACHE_MIB
- * (default 64) bounds the freed large blocks kept mapped; HEAPWORKS_TCACHE_KIB (default 1024)
- * bounds one thread's cache.
+ * (default 64) bounds the freed large blocks kept mapped in the shared cache (each thread also
+ * keeps its last freed one, up to 32 MiB); HEAPWORKS_TCACHE_KIB (default 512) bounds one
+ * thread's cache of small and medium blocks.
  */
 #ifndef HEAPWORKS_H
 #define HEAPWORKS_H
