@@ -15,9 +15,12 @@
 //!   still takes no lock): a thread keeps at most `max(budget, one block)` in medium blocks. A
 //!   free that finds its bin full empties that bin into the central heap; one that finds the
 //!   budget spent empties every bin.
-//! - All zeroes (a thread cache not started, or retired, or a budget of 0) means no room in any
-//!   bin: every push fails and every pop misses.
+//! - The cache lives in a block of the central heap, created when its thread's cache starts
+//!   and given back, with every block it holds, when the thread exits; the thread cache keeps
+//!   only a pointer to it (null: no medium cache, as with a budget of 0), because static TLS
+//!   is scarce for a library loaded with `dlopen`.
 
+use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use crate::central::{self, Central};
@@ -37,8 +40,7 @@ const BIN_BYTES: usize = 32 << 10;
 /// The most blocks one bin may hold.
 const MAX_BIN_BLOCKS: usize = 16;
 
-/// One thread's medium blocks. Lives inside the thread cache; all zeroes is the disabled state.
-#[repr(C)]
+/// One thread's medium blocks, in a block of the central heap.
 pub(crate) struct MediumCache {
     heads: [*mut u8; BINS],
     rooms: [u8; BINS],
@@ -73,16 +75,41 @@ fn fits(usable: usize, size: usize) -> bool {
 }
 
 impl MediumCache {
-    /// Opens every bin, unless the budget is 0, and sets the byte budget (the cache is disabled
-    /// and empty).
-    pub(crate) fn start(&mut self, budget: usize) {
+    /// An empty medium cache of `budget` bytes in a new central-heap block; `None` for a budget
+    /// of 0 or when the heap has no memory.
+    pub(crate) fn create(central: &mut Central, budget: usize) -> Option<NonNull<MediumCache>> {
         if budget == 0 {
-            return;
+            return None;
         }
-        for (bin, room) in self.rooms.iter_mut().enumerate() {
+        let block = central
+            .allocate(Layout::new::<MediumCache>())?
+            .cast::<MediumCache>();
+        let mut rooms = [0; BINS];
+        for (bin, room) in rooms.iter_mut().enumerate() {
             *room = limit(bin);
         }
-        self.budget = budget;
+        let cache = MediumCache {
+            heads: [core::ptr::null_mut(); BINS],
+            rooms,
+            cached_bytes: 0,
+            budget,
+        };
+        // SAFETY: the block is fresh, ours, and laid out for a `MediumCache`.
+        unsafe { block.write(cache) };
+        Some(block)
+    }
+
+    /// Gives every cached block, then the cache's own block, back to the central heap (thread
+    /// exit).
+    ///
+    /// # Safety
+    /// `cache` was made by [`MediumCache::create`] with this heap and is not used afterwards.
+    pub(crate) unsafe fn destroy(cache: NonNull<MediumCache>, central: &mut Central) {
+        // SAFETY: the cache is live and ours until its block is freed, which ends its use.
+        unsafe {
+            (*cache.as_ptr()).release_all(central);
+            central.free(cache.cast());
+        }
     }
 
     /// Takes a cached block for a request of `size` bytes (above the small classes, at most
@@ -170,12 +197,6 @@ impl MediumCache {
         for bin in 0..BINS {
             self.release_bin(central, bin);
         }
-    }
-
-    /// Gives every cached block back and disables the cache for good (thread exit).
-    pub(crate) fn retire(&mut self, central: &mut Central) {
-        self.release_all(central);
-        self.rooms = [0; BINS];
     }
 
     fn release_bin(&mut self, central: &mut Central, bin: usize) {

@@ -14,10 +14,12 @@
 //! Invariants:
 //! - For every class `c`: `room + length of the list == limit`, and every block on the list
 //!   holds `request_of_class(c)` bytes.
-//! - The cache starts zeroed (`Uninit`: every list empty, every room 0, the medium cache and
-//!   the large slot empty and closed), so the fast paths fall into the slow paths, which set it
-//!   up; `Dead` (after the thread's exit destructor) keeps them all empty and closed for good,
-//!   and the slow paths then use the central heap and the shared large cache directly.
+//! - The cache starts zeroed (`Uninit`: every list empty, every room 0, no medium cache, the
+//!   large slot empty), so the fast paths fall into the slow paths, which set it up; `Dead`
+//!   (after the thread's exit destructor) keeps them all so for good, and the slow paths then
+//!   use the central heap and the shared large cache directly.
+//! - The TLS block stays about 1 KiB, which a library loaded with `dlopen` can still get: the
+//!   medium cache lives in the central heap, behind a pointer.
 //! - `limit * block size` summed over the classes never exceeds the thread's budget less the
 //!   medium cache's share.
 //!
@@ -75,7 +77,8 @@ pub(crate) struct ThreadCache {
     /// Bytes of budget not yet promised to any list's limit.
     budget_left: usize,
     state: State,
-    medium: MediumCache,
+    /// The thread's medium cache (null: none).
+    medium: *mut MediumCache,
     large: LargeSlot,
 }
 
@@ -159,7 +162,7 @@ pub(crate) unsafe fn push(block: NonNull<u8>, class: usize) -> bool {
 }
 
 /// The calling thread's cache, set up if it was not yet; `None` once the thread's exit
-/// destructor has retired it.
+/// destructor has retired it. Never called with the central lock held (setting up takes it).
 #[inline]
 fn live_cache() -> Option<*mut ThreadCache> {
     let cache = current();
@@ -239,7 +242,17 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
 #[inline(always)]
 pub(crate) fn pop_medium(size: usize) -> Option<NonNull<u8>> {
     // SAFETY: the medium cache is this thread's and nothing else refers to it meanwhile.
-    unsafe { (*current()).medium.pop(size) }
+    unsafe { medium_cache(current())?.as_mut().pop(size) }
+}
+
+/// The medium cache of `cache`, if it has one.
+///
+/// # Safety
+/// `cache` is the calling thread's cache.
+#[inline(always)]
+unsafe fn medium_cache(cache: *mut ThreadCache) -> Option<NonNull<MediumCache>> {
+    // SAFETY: forwarded from the caller.
+    NonNull::new(unsafe { (*cache).medium })
 }
 
 /// Caches a freed medium block in the calling thread's cache, making room if needed, or gives
@@ -252,7 +265,9 @@ pub(crate) fn pop_medium(size: usize) -> Option<NonNull<u8>> {
 pub(crate) unsafe fn push_medium(block: NonNull<u8>, usable: usize) {
     // SAFETY: the medium cache is this thread's; the block is the caller's to give up.
     unsafe {
-        if !(*current()).medium.push(block, usable) {
+        let pushed =
+            medium_cache(current()).is_some_and(|mut medium| medium.as_mut().push(block, usable));
+        if !pushed {
             push_medium_slow(block, usable);
         }
     }
@@ -267,9 +282,9 @@ unsafe fn push_medium_slow(block: NonNull<u8>, usable: usize) {
     let mut central = central::lock();
     // SAFETY: the cache is this thread's and live; the block is the caller's to give up.
     unsafe {
-        match cache {
-            Some(cache) => (*cache)
-                .medium
+        match cache.and_then(|cache| medium_cache(cache)) {
+            Some(mut medium) => medium
+                .as_mut()
                 .push_after_release(&mut central, block, usable),
             None => central.free(block),
         }
@@ -302,15 +317,17 @@ fn layout_of_class(class: usize) -> Layout {
         .unwrap_or(Layout::new::<u128>())
 }
 
-/// Sets up an `Uninit` cache: limits, budget, and the exit destructor.
+/// Sets up an `Uninit` cache: limits, budget, medium cache and the exit destructor.
 ///
 /// # Safety
-/// `cache` is the calling thread's cache, in the `Uninit` state.
+/// `cache` is the calling thread's cache, in the `Uninit` state; the central lock is not held
+/// (creating the medium cache takes it).
 unsafe fn start(cache: *mut ThreadCache) {
     // SAFETY: the cache is this thread's.
     unsafe {
         let medium_budget = config::thread_cache_bytes() / MEDIUM_BUDGET_DIVISOR;
-        (*cache).medium.start(medium_budget);
+        (*cache).medium = MediumCache::create(&mut central::lock(), medium_budget)
+            .map_or(core::ptr::null_mut(), NonNull::as_ptr);
         let mut budget = config::thread_cache_bytes() - medium_budget;
         for class in TINY_CLASS..=MAX_CLASS {
             let limit = initial_limit(class);
@@ -444,7 +461,10 @@ fn retire() {
             (*bin).room = 0;
             (*bin).limit = 0;
         }
-        (*cache).medium.retire(&mut central);
+        if let Some(medium) = medium_cache(cache) {
+            (*cache).medium = core::ptr::null_mut();
+            MediumCache::destroy(medium, &mut central);
+        }
         drop(central);
         large::retire_slot(&mut (*cache).large);
     }
