@@ -89,11 +89,46 @@ pub(crate) unsafe fn unlock_after_fork() {
 impl Central {
     /// Allocates a block for `layout`, committing more memory when the heap is full.
     pub(crate) fn allocate(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+        self.allocate_inline(layout)
+    }
+
+    /// `allocate` for loops, which then pay for one call rather than one per block.
+    #[inline(always)]
+    fn allocate_inline(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         if let Ok(block) = self.heap.allocate(layout) {
             return Some(block);
         }
         self.grow_for(layout)?;
         self.heap.allocate(layout).ok()
+    }
+
+    /// Allocates up to `count` blocks for `layout` and links them, in the order they are made,
+    /// into a list through their first words that ends in `rest`. Returns the list's head
+    /// (`rest` when no block could be made) and the number of blocks made.
+    pub(crate) fn allocate_list(
+        &mut self,
+        layout: Layout,
+        count: u32,
+        rest: *mut u8,
+    ) -> (*mut u8, u32) {
+        let mut head = rest;
+        let mut link: *mut *mut u8 = &mut head;
+        let mut made = 0;
+        while made < count {
+            let Some(block) = self.allocate_inline(layout) else {
+                break;
+            };
+            // SAFETY: `link` is `head` or the first word of the previous fresh block, which is
+            // ours and at least a word long.
+            unsafe {
+                link.write(block.as_ptr());
+                link = block.cast::<*mut u8>().as_ptr();
+            }
+            made += 1;
+        }
+        // SAFETY: as above.
+        unsafe { link.write(rest) };
+        (head, made)
     }
 
     /// Frees a block of this heap.

@@ -369,18 +369,9 @@ unsafe fn refill(bin: *mut Bin, class: usize) -> Option<()> {
     // SAFETY: the list is this thread's; fresh blocks are linked through their first word.
     unsafe {
         let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
-        let layout = layout_of_class(class);
-        let mut central = central::lock();
-        let mut fetched = 0;
-        while fetched < wanted {
-            let Some(block) = central.allocate(layout) else {
-                break;
-            };
-            block.cast::<*mut u8>().write((*bin).head);
-            (*bin).head = block.as_ptr();
-            fetched += 1;
-        }
-        drop(central);
+        let (head, fetched) =
+            central::lock().allocate_list(layout_of_class(class), wanted, (*bin).head);
+        (*bin).head = head;
         bump(&COUNTERS.refills);
         (*bin).room -= fetched;
         (fetched > 0).then_some(())
