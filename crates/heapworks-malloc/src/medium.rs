@@ -5,7 +5,9 @@
 //! up); `malloc(n)` looks at the head of `n`'s bin and of the next one and takes the first that
 //! holds `n` bytes with at most an eighth to spare, so a block served from the cache wastes no
 //! more than that. Blocks keep their exact size: nothing is rounded up when it comes from the
-//! central heap, so a program's memory grows by nothing but what it asks for.
+//! central heap, so a program's memory grows by nothing but what it asks for. The budget is an
+//! eighth of the thread's (`HEAPWORKS_TCACHE_KIB`): cached blocks of sizes the program no longer
+//! asks for are resident memory nobody uses, which a small budget keeps small.
 //!
 //! Invariants:
 //! - For every bin: `room + length of its list == limit(bin)` while the cache is live, and
@@ -34,7 +36,7 @@ const SUB_BINS: usize = 1 << SUB_BINS_LOG2;
 const FIRST_OCTAVE: u32 = 10;
 /// Bins from 1 KiB to 512 KiB keys, which covers every central-heap block a request up to
 /// `LARGE_MIN` (plus realloc's headroom) can produce; larger blocks are not cached.
-pub(crate) const BINS: usize = 9 * SUB_BINS;
+const BINS: usize = 9 * SUB_BINS;
 /// The bytes one bin may hold, in blocks of its smallest size (at least one block).
 const BIN_BYTES: usize = 32 << 10;
 /// The most blocks one bin may hold.
