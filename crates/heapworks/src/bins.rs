@@ -1,61 +1,64 @@
 //! The bin map: which bin a free chunk of a given size belongs to.
 //!
-//! Sizes are counted in granules (`size / GRANULE`, at least 2). Small sizes get one *exact* bin
-//! per granule count, so every chunk in an exact bin has the same size. From
-//! `EXACT_LIMIT` granules up, each power of two (an *octave*) is split into
-//! `SUB_BINS` equal *sub-bins*, as in TLSF:
+//! Sizes are counted in granules (`size / GRANULE`, at least 2). Each power of two of granule
+//! counts (an *octave*) is split into `SUB_BINS` (64) equal *sub-bins*, as in TLSF; the first
+//! octave with sub-bins, 64..127 granules, and everything below it have one granule per bin,
+//! so every chunk of such an *exact* bin has the same size:
 //!
 //! ```text
-//! granules: 2 3 4 ... 63 | 64..71 72..79 ... 120..127 | 128..143 ... | ...
-//! bin:      0 1 2 ... 61 | 62     63     ... 69       | 70       ... | ... BIN_COUNT-1
-//!           exact bins   | octave 6 (8 sub-bins)      | octave 7     |
+//! granules: 2 3 ... 127        | 128..129 130..131 ... 254..255 | 256..259 ... | ...
+//! bin:      0 1 ... 125        | 126      127      ... 189      | 190      ... | ... BIN_COUNT-1
+//!           exact bins (≤ 2 KiB | octave 7 (64 sub-bins)         | octave 8     |
+//!           on 64-bit targets)
 //! ```
 //!
+//! One formula covers both kinds ([`bin_of`]), with no branch: octaves below the first are
+//! folded onto it, where the sub-bin width is one granule.
+//!
 //! Invariants: `bin_of` is monotonic in the size; every size in bin `b` is at least
-//! `bin_floor(b)`, and every size at least `bin_floor(b + 1)` maps above `b`. The last bin
-//! also takes every size beyond the map (sizes no real machine reaches).
+//! `bin_floor(b)`, every size at least `bin_floor(b + 1)` maps above `b`, so every chunk of a
+//! bin at or above [`ceil_bin_of`]`(size)` holds `size` bytes. The last bin also takes every
+//! size beyond the map (32 GiB and more on 64-bit targets).
 
 use crate::chunk::{GRANULE_SHIFT, MIN_CHUNK};
 
-/// Granule counts below this have exact bins.
-const EXACT_LIMIT: usize = 64;
+/// log2 of the number of sub-bins per octave.
+const SUB_BITS: u32 = 6;
+/// Sub-bins per octave; also the first granule count past the octaves folded onto the first.
+const SUB_BINS: usize = 1 << SUB_BITS;
 /// The smallest chunk, in granules.
 const MIN_GRANULES: usize = MIN_CHUNK >> GRANULE_SHIFT;
-/// Number of exact bins.
-const EXACT_BINS: usize = EXACT_LIMIT - MIN_GRANULES;
-/// log2 of the number of sub-bins per octave.
-const SUB_BITS: u32 = 3;
-/// Sub-bins per octave.
-const SUB_BINS: usize = 1 << SUB_BITS;
-/// The first octave with sub-bins: `log2(EXACT_LIMIT)`.
-const FIRST_OCTAVE: u32 = EXACT_LIMIT.trailing_zeros();
-/// Octaves with sub-bins: enough for any size a 32-bit target can hold, and for chunks up to
-/// 2^50 bytes (1 PiB) on 64-bit targets.
-const OCTAVES: usize = {
-    let addressable = (usize::BITS - GRANULE_SHIFT - FIRST_OCTAVE) as usize;
-    if addressable < 40 {
+/// Bins of one granule each: every granule count below two octaves of sub-bins.
+const EXACT_BINS: usize = 2 * SUB_BINS - MIN_GRANULES;
+/// Octave shifts with bins of their own (shift 0 holds the exact bins): chunks below
+/// 2^(SHIFTS + SUB_BITS) granules, 32 GiB on 64-bit targets and 2 GiB on 32-bit ones.
+const SHIFTS: usize = {
+    let addressable = (usize::BITS - GRANULE_SHIFT - SUB_BITS - 1) as usize;
+    let wanted = 31 - SUB_BITS as usize;
+    if addressable < wanted {
         addressable
     } else {
-        40
+        wanted
     }
 };
 
-/// Total number of bins.
-pub(crate) const BIN_COUNT: usize = EXACT_BINS + OCTAVES * SUB_BINS;
+/// Total number of bins: the exact ones and `SUB_BINS` for every further shift.
+pub(crate) const BIN_COUNT: usize = EXACT_BINS + (SHIFTS - 1) * SUB_BINS;
+
+/// The octave shift of a granule count: how many low bits its sub-bin ignores.
+#[inline(always)]
+const fn sub_bin_shift(granules: usize) -> u32 {
+    (granules | SUB_BINS).ilog2() - SUB_BITS
+}
 
 /// The bin of a free chunk of `size` bytes (`size >= MIN_CHUNK`, a multiple of `GRANULE`).
 #[inline(always)]
 pub(crate) const fn bin_of(size: usize) -> usize {
     let granules = size >> GRANULE_SHIFT;
-    if granules < EXACT_LIMIT {
-        return granules - MIN_GRANULES;
-    }
-    // `granules >> (octave - SUB_BITS)` is `SUB_BINS + sub`, so the bin is
-    // `EXACT_BINS + (octave - FIRST_OCTAVE) * SUB_BINS + sub`, folded into one constant.
-    // `| 1` lets the compiler see the operand is non-zero.
-    let octave = (granules | 1).ilog2() as usize;
-    let bin =
-        octave * SUB_BINS + (granules >> (octave - SUB_BITS as usize)) + EXACT_BINS - LOG_BIN_BASE;
+    let shift = sub_bin_shift(granules);
+    // `granules >> shift` is `SUB_BINS + sub` above the first octave, and the granule count
+    // itself within or below it.
+    let bin = ((shift as usize) << SUB_BITS) + (granules >> shift) - MIN_GRANULES;
     if bin < BIN_COUNT {
         bin
     } else {
@@ -63,50 +66,28 @@ pub(crate) const fn bin_of(size: usize) -> usize {
     }
 }
 
-/// What `octave * SUB_BINS + (SUB_BINS + sub)` is for the first sub-bin of the first octave.
-const LOG_BIN_BASE: usize = FIRST_OCTAVE as usize * SUB_BINS + SUB_BINS;
+/// The lowest bin whose every chunk holds `size` bytes: [`bin_of`]`(size)`, or the bin after
+/// it when `size` is above that bin's floor. A request searched from here never needs to look
+/// at a chunk's size (TLSF's "good fit").
+#[inline(always)]
+pub(crate) const fn ceil_bin_of(size: usize) -> usize {
+    let granules = size >> GRANULE_SHIFT;
+    let shift = sub_bin_shift(granules);
+    let below_floor = granules & ((1 << shift) - 1) != 0;
+    bin_of(size) + below_floor as usize
+}
 
 /// The smallest size (in bytes) that maps to `bin`.
+#[cfg(test)]
 const fn bin_floor(bin: usize) -> usize {
-    let granules = if bin < EXACT_BINS {
-        bin + MIN_GRANULES
+    let folded = bin + MIN_GRANULES;
+    let granules = if folded < 2 * SUB_BINS {
+        folded
     } else {
-        let octave = FIRST_OCTAVE as usize + (bin - EXACT_BINS) / SUB_BINS;
-        let sub = (bin - EXACT_BINS) % SUB_BINS;
-        (SUB_BINS + sub) << (octave - SUB_BITS as usize)
+        let shift = (folded >> SUB_BITS) - 1;
+        (folded - (shift << SUB_BITS)) << shift
     };
     granules << GRANULE_SHIFT
-}
-
-/// `BIN_FLOORS[b]` is the smallest size in bin `b`; `BIN_FLOORS[BIN_COUNT]` is `usize::MAX`, as
-/// the last bin takes every larger size.
-const BIN_FLOORS: [usize; BIN_COUNT + 1] = {
-    let mut floors = [usize::MAX; BIN_COUNT + 1];
-    let mut bin = 0;
-    while bin < BIN_COUNT {
-        floors[bin] = bin_floor(bin);
-        bin += 1;
-    }
-    floors
-};
-
-/// Whether a chunk of `size` bytes belongs to `bin`: two loads, cheaper than [`bin_of`].
-#[inline(always)]
-pub(crate) fn in_bin(bin: usize, size: usize) -> bool {
-    BIN_FLOORS[bin] <= size && size < BIN_FLOORS[bin + 1]
-}
-
-/// Whether a chunk of `size` bytes falls in an exact bin.
-#[inline(always)]
-pub(crate) const fn is_exact_size(size: usize) -> bool {
-    size >> GRANULE_SHIFT < EXACT_LIMIT
-}
-
-/// Whether every chunk in `bin` has the same size, so any of them serves any request that
-/// maps to the bin.
-#[inline(always)]
-pub(crate) const fn is_exact(bin: usize) -> bool {
-    bin < EXACT_BINS
 }
 
 #[cfg(test)]
@@ -118,11 +99,12 @@ mod tests {
     fn exact_bins_hold_one_size_each() {
         for bin in 0..EXACT_BINS {
             let size = bin_floor(bin);
-            assert!(is_exact(bin));
             assert_eq!(bin_of(size), bin);
+            assert_eq!(ceil_bin_of(size), bin);
             assert_eq!(bin_of(size + GRANULE), bin + 1);
         }
         assert_eq!(bin_of(MIN_CHUNK), 0);
+        assert_eq!(bin_floor(EXACT_BINS), 2 * SUB_BINS * GRANULE);
     }
 
     #[test]
@@ -134,32 +116,34 @@ mod tests {
             let bin = bin_of(size);
             assert!(bin >= last_bin, "bin_of not monotonic at {size}");
             assert!(bin_floor(bin) <= size, "floor of bin {bin} above {size}");
-            if bin + 1 < BIN_COUNT {
-                assert!(bin_floor(bin + 1) > size);
-                assert_eq!(bin_of(bin_floor(bin + 1)), bin + 1);
-            }
+            assert!(bin_floor(bin + 1) > size);
+            assert_eq!(bin_of(bin_floor(bin + 1)), bin + 1);
             last_bin = bin;
             size += GRANULE * (1 + size / 4096);
         }
     }
 
     #[test]
-    fn in_bin_agrees_with_bin_of() {
+    fn the_ceiling_bin_is_the_lowest_whose_every_chunk_fits() {
         let mut size = MIN_CHUNK;
-        while size < (1 << 24) {
-            let bin = bin_of(size);
-            assert!(in_bin(bin, size));
-            assert!(bin == 0 || !in_bin(bin - 1, size));
-            assert!(bin + 1 == BIN_COUNT || !in_bin(bin + 1, size));
-            size += GRANULE * (1 + size / 2048);
+        while size < (1 << 26) {
+            let ceil = ceil_bin_of(size);
+            assert!(
+                bin_floor(ceil) >= size,
+                "bin {ceil} holds chunks below {size}"
+            );
+            assert!(ceil == 0 || bin_floor(ceil - 1) < size);
+            assert_eq!(ceil == bin_of(size), bin_floor(bin_of(size)) == size);
+            size += GRANULE * (1 + size / 8192);
         }
-        assert!(in_bin(BIN_COUNT - 1, usize::MAX & !(GRANULE - 1)));
     }
 
     #[test]
     fn huge_sizes_land_in_the_last_bin() {
         assert_eq!(bin_of(usize::MAX & !(GRANULE - 1)), BIN_COUNT - 1);
-        assert!(bin_of(1 << 30) < BIN_COUNT);
+        assert_eq!(bin_of(bin_floor(BIN_COUNT - 1)), BIN_COUNT - 1);
+        assert_eq!(bin_of(bin_floor(BIN_COUNT - 1) - GRANULE), BIN_COUNT - 2);
+        assert!(bin_of(1 << 30) < BIN_COUNT - 1);
     }
 
     #[test]

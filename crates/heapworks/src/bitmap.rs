@@ -1,10 +1,10 @@
 //! An occupancy bitmap over the bins: which bins hold at least one free chunk.
 //!
-//! Invariant: bit `i % BITS` of `words[i / BITS]` is set exactly when bin `i` is non-empty.
-//! Finding the first non-empty bin at or above a given one is a masked bit scan of one word,
-//! then at most `WORDS - 1` (5 on 64-bit) word tests and one scan: bounded, whatever the heap
-//! holds. A summary word over the words would bound it by two scans, but costs an update on
-//! every insertion and removal, which are far more frequent than misses in the first word.
+//! Invariants: bit `i % BITS` of `words[i / BITS]` is set exactly when bin `i` is non-empty;
+//! bit `w` of `summary` is set exactly when `words[w]` is non-zero. Finding the first non-empty
+//! bin at or above a given one is a masked bit scan of one word and, when that word has none, a
+//! scan of the summary and one more of the word it names: bounded by two loads and two scans,
+//! whatever the heap holds.
 
 use crate::bins::BIN_COUNT;
 
@@ -15,24 +15,35 @@ const WORDS: usize = BIN_COUNT.div_ceil(BITS);
 /// bounds check on a bin the bitmap found.
 pub(crate) const BIN_SLOTS: usize = WORDS * BITS;
 
+const _: () = assert!(WORDS <= BITS, "the summary word names every word");
+
 #[derive(Debug)]
 pub(crate) struct Bitmap {
+    summary: usize,
     words: [usize; WORDS],
 }
 
 impl Bitmap {
     pub(crate) const fn new() -> Bitmap {
-        Bitmap { words: [0; WORDS] }
+        Bitmap {
+            summary: 0,
+            words: [0; WORDS],
+        }
     }
 
     #[inline(always)]
     pub(crate) fn set(&mut self, bin: usize) {
         self.words[bin / BITS] |= 1 << (bin % BITS);
+        self.summary |= 1 << (bin / BITS);
     }
 
+    /// Clears `bin`'s bit when `emptied`, without a branch.
     #[inline(always)]
-    pub(crate) fn clear(&mut self, bin: usize) {
-        self.words[bin / BITS] &= !(1 << (bin % BITS));
+    pub(crate) fn clear_if(&mut self, bin: usize, emptied: bool) {
+        let word = &mut self.words[bin / BITS];
+        *word &= !(usize::from(emptied) << (bin % BITS));
+        // Without a branch: the summary bit goes only when the word emptied.
+        self.summary &= !(usize::from(*word == 0) << (bin / BITS));
     }
 
     #[inline(always)]
@@ -51,17 +62,19 @@ impl Bitmap {
         if here != 0 {
             return Some(word_index * BITS + here.trailing_zeros() as usize);
         }
-        (word_index + 1..WORDS)
-            .find(|&w| self.words[w] != 0)
-            .map(|w| w * BITS + self.words[w].trailing_zeros() as usize)
+        // `word_index + 1 <= WORDS <= BITS`; a shift by BITS must give an empty mask.
+        let above = self.summary & usize::MAX.checked_shl(word_index as u32 + 1).unwrap_or(0);
+        if above == 0 {
+            return None;
+        }
+        let found = above.trailing_zeros() as usize;
+        Some(found * BITS + self.words[found].trailing_zeros() as usize)
     }
 
     /// The highest non-empty bin, if any.
     pub(crate) fn last(&self) -> Option<usize> {
-        (0..WORDS)
-            .rev()
-            .find(|&w| self.words[w] != 0)
-            .map(|w| w * BITS + BITS - 1 - self.words[w].leading_zeros() as usize)
+        let word = self.summary.checked_ilog2()? as usize;
+        Some(word * BITS + self.words[word].ilog2() as usize)
     }
 }
 
@@ -94,7 +107,7 @@ mod tests {
             if state & 0x100 == 0 {
                 bitmap.set(bin);
             } else {
-                bitmap.clear(bin);
+                bitmap.clear_if(bin, true);
             }
             let from = (state >> 9) as usize % BIN_COUNT;
             assert_eq!(
@@ -113,7 +126,7 @@ mod tests {
         assert_eq!(bitmap.first_at_or_above(0), Some(BIN_COUNT - 1));
         assert_eq!(bitmap.first_at_or_above(BIN_COUNT - 1), Some(BIN_COUNT - 1));
         assert_eq!(bitmap.first_at_or_above(BIN_COUNT), None);
-        bitmap.clear(BIN_COUNT - 1);
+        bitmap.clear_if(BIN_COUNT - 1, true);
         bitmap.set(0);
         assert_eq!(bitmap.first_at_or_above(1), None);
         assert_eq!(bitmap.last(), Some(0));

@@ -140,13 +140,13 @@ impl Heap {
         // SAFETY: links of a free chunk point at other free chunks (verified as we go: each
         // neighbour's back link must point here, and the walk checks every free chunk).
         unsafe {
-            match chunk.prev_free() {
+            match self.index.prev_of(chunk) {
                 None if self.index.head(bin) == Some(chunk) => {}
-                Some(prev) if prev.next_free() == Some(chunk) => {}
+                Some(prev) if self.index.next_of(prev) == Some(chunk) => {}
                 _ => return Err(bad_link),
             }
-            if let Some(next) = chunk.next_free() {
-                if next.prev_free() != Some(chunk) {
+            if let Some(next) = self.index.next_of(chunk) {
+                if self.index.prev_of(next) != Some(chunk) {
                     return Err(bad_link);
                 }
                 if bin_of(next.size()) != bin {
@@ -175,7 +175,7 @@ impl Heap {
                 }
                 // SAFETY: every listed chunk up to `free_chunks` of them was matched with a chunk
                 // of the walk through its back link, so its link words are readable.
-                cursor = unsafe { chunk.next_free() };
+                cursor = unsafe { self.index.next_of(chunk) };
             }
         }
         if listed != free_chunks {

@@ -218,36 +218,62 @@ impl Chunk {
         (len > 0).then(|| (unsafe { self.0.add(3 * WORD) }, len))
     }
 
+    /// The chunk after this free one in its bin's list (or the list's sink).
+    ///
     /// # Safety
     /// `self` is a free chunk.
     #[inline(always)]
-    pub(crate) unsafe fn next_free(self) -> Option<Chunk> {
+    pub(crate) unsafe fn next_free(self) -> Chunk {
         // SAFETY: a free chunk keeps its `next` link in the first payload word.
-        unsafe { self.0.add(WORD).cast::<Option<Chunk>>().read() }
+        unsafe { self.next_link().read() }
     }
 
+    /// The chunk before this free one in its bin's list (or the list's sink).
+    ///
     /// # Safety
     /// `self` is a free chunk.
     #[inline(always)]
-    pub(crate) unsafe fn prev_free(self) -> Option<Chunk> {
+    pub(crate) unsafe fn prev_free(self) -> Chunk {
         // SAFETY: a free chunk keeps its `prev` link in the second payload word.
-        unsafe { self.0.add(2 * WORD).cast::<Option<Chunk>>().read() }
+        unsafe { self.prev_link().read() }
     }
 
     /// # Safety
     /// `self` is a free chunk.
     #[inline(always)]
-    pub(crate) unsafe fn set_next_free(self, next: Option<Chunk>) {
+    pub(crate) unsafe fn set_next_free(self, next: Chunk) {
         // SAFETY: see `next_free`.
-        unsafe { self.0.add(WORD).cast::<Option<Chunk>>().write(next) }
+        unsafe { self.next_link().write(next) }
     }
 
     /// # Safety
-    /// `self` is a free chunk.
+    /// `self` is a free chunk or a list sink.
     #[inline(always)]
-    pub(crate) unsafe fn set_prev_free(self, prev: Option<Chunk>) {
+    pub(crate) unsafe fn set_prev_free(self, prev: Chunk) {
         // SAFETY: see `prev_free`.
-        unsafe { self.0.add(2 * WORD).cast::<Option<Chunk>>().write(prev) }
+        unsafe { self.prev_link().write(prev) }
+    }
+
+    /// Where a free chunk keeps its `next` link: the first payload word. Computing the address
+    /// reads nothing.
+    #[inline(always)]
+    pub(crate) fn next_link(self) -> *mut Chunk {
+        self.0.as_ptr().wrapping_add(WORD).cast()
+    }
+
+    /// Where a free chunk keeps its `prev` link: the second payload word.
+    #[inline(always)]
+    fn prev_link(self) -> *mut Chunk {
+        self.0.as_ptr().wrapping_add(2 * WORD).cast()
+    }
+
+    /// The pseudo-chunk whose `prev` link word is the word at `slot` (a list sink).
+    ///
+    /// # Safety
+    /// The two words before `slot` belong to the same allocation.
+    pub(crate) unsafe fn with_prev_link_at(slot: NonNull<usize>) -> Chunk {
+        // SAFETY: forwarded from the caller.
+        Chunk(unsafe { slot.cast::<u8>().sub(2 * WORD) })
     }
 }
 

@@ -2,43 +2,86 @@
 //!
 //! Invariants (verified by [`crate::Heap::check`]):
 //! - Each free chunk is in exactly one list, the one of [`bin_of`]`(its size)`.
-//! - `heads[b]` is the first chunk of bin `b`'s list; the first chunk's `prev` link is `None`,
-//!   and `x.next.prev == x` along every list.
-//! - The occupancy bitmap has bin `b` set exactly when `heads[b]` is `Some`.
+//! - Every list ends in the heap's *sink*, and its first chunk's `prev` link is the sink too;
+//!   `heads[b]` is the first chunk of bin `b`, or the sink when the bin is empty; and
+//!   `x.next.prev == x` along every list.
+//! - The occupancy bitmap has bin `b` set exactly when `heads[b]` is not the sink.
 //!
-//! Finding a chunk for a request of `size` bytes ([`FreeIndex::find`]):
-//! 1. If the request's bin is exact, the head of the first non-empty bin at or above it: O(1).
-//! 2. Otherwise the smallest fitting chunk among the first `FIT_SCAN` (4) of the request's own
-//!    bin, then the smallest among the first four of the first non-empty bin above it, whose
-//!    every chunk fits: O(1), a bounded best fit that keeps large free chunks whole.
-//! 3. Only when both fail is the request's own bin scanned for a fitting chunk (first fit).
-//!    This happens only when no larger free chunk exists at all; it walks one bin's list, so a
-//!    request that the largest free chunk could serve never fails. The worst case is bounded
-//!    by the number of free chunks whose sizes share the request's sub-bin (a 1/8-octave band).
+//! The sink is two words of the first region's record (see [`crate::region`]): a pseudo-chunk
+//! whose `prev` word absorbs the writes that a list end would otherwise need a branch to skip,
+//! and whose `next` word is never written. With it, filing, unfiling and moving an entry take
+//! no data-dependent branch: the word to update for a chunk's predecessor is either that
+//! chunk's `next` or the bin's head, picked without a jump. The sink lives in region memory,
+//! not in the heap, so the heap may still be moved after a claim.
+//!
+//! Finding a chunk for a request of `size` bytes ([`FreeIndex::find`]) is TLSF's *good fit*:
+//! the head of the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk
+//! fits: one masked bit scan (two with the bitmap's summary), no list walk, and the only chunk
+//! touched is the one taken. Bins are 1/64 of an octave wide, so skipping the request's own bin
+//! costs little fit. Requests of at least [`BEST_FIT_FROM`] bytes (rare, and followed by a copy
+//! or a fill of as many bytes) first look at the first [`BEST_FIT_SCAN`] chunks of their own
+//! bin for the smallest that fits: large blocks are what fragmentation strands, and this
+//! bounded best fit keeps the heap as dense as dlmalloc's exact best fit does. Only when no bin
+//! above has a chunk is the request's own bin walked to its end (first fit): that happens only
+//! when no larger free chunk exists at all, so a request that the largest free chunk could
+//! serve never fails; the walk is bounded by the number of free chunks whose sizes share the
+//! request's 1/64-octave band.
 //!
 //! `find` does not take the chunk out: the heap then either unlinks it or, when the part left
 //! free stays in the same bin, moves its entry in place ([`FreeIndex::refile`]), which spares
-//! the bitmap and the bin computation. A bin is computed on unlinking only when the chunk heads
-//! its list.
+//! the bitmap.
 
-use crate::bins::{bin_of, in_bin, is_exact, is_exact_size};
+use core::hint::select_unpredictable;
+use core::ptr::NonNull;
+
+use crate::bins::{bin_of, ceil_bin_of};
 use crate::bitmap::{Bitmap, BIN_SLOTS};
 use crate::chunk::Chunk;
 
-/// How many chunks of a bin beyond the exact ones a search compares for the best fit.
-const FIT_SCAN: usize = 4;
+/// Requests from this size up look for a best fit in their own bin first.
+pub(crate) const BEST_FIT_FROM: usize = 8 << 10;
+/// How many chunks of its own bin such a request compares.
+pub(crate) const BEST_FIT_SCAN: usize = 4;
 
 pub(crate) struct FreeIndex {
     occupancy: Bitmap,
-    heads: [Option<Chunk>; BIN_SLOTS],
+    heads: [Chunk; BIN_SLOTS],
+    sink: Chunk,
 }
 
 impl FreeIndex {
+    /// An index with no sink yet: every list operation waits for [`FreeIndex::adopt_sink`].
     pub(crate) const fn new() -> FreeIndex {
+        let unset = Chunk::at(NonNull::dangling());
         FreeIndex {
             occupancy: Bitmap::new(),
-            heads: [None; BIN_SLOTS],
+            heads: [unset; BIN_SLOTS],
+            sink: unset,
         }
+    }
+
+    /// Makes `sink` the end of every list. Called once, before the first chunk is filed.
+    ///
+    /// # Safety
+    /// `sink`'s `prev` link word is writable memory owned by the heap for as long as it lives,
+    /// and used for nothing else.
+    pub(crate) unsafe fn adopt_sink(&mut self, sink: Chunk) {
+        self.sink = sink;
+        self.heads = [sink; BIN_SLOTS];
+    }
+
+    /// `chunk`, unless it is the sink.
+    #[inline(always)]
+    fn listed(&self, chunk: Chunk) -> Option<Chunk> {
+        (chunk != self.sink).then_some(chunk)
+    }
+
+    /// The word that points at `chunk` from before it in `bin`'s list: its predecessor's
+    /// `next` link, or the bin's head when `prev` is the sink. Chosen without a branch.
+    #[inline(always)]
+    fn link_to(&mut self, prev: Chunk, bin: usize) -> *mut Chunk {
+        let head: *mut Chunk = &mut self.heads[bin];
+        select_unpredictable(prev == self.sink, head, prev.next_link())
     }
 
     /// Files a free chunk of `size` bytes at the head of its bin.
@@ -47,19 +90,26 @@ impl FreeIndex {
     /// `chunk` is a free chunk of `size` bytes that is in no list.
     #[inline(always)]
     pub(crate) unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
-        let bin = bin_of(size);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.insert_in(chunk, bin_of(size)) }
+    }
+
+    /// Files a free chunk at the head of `bin`.
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk that is in no list, of a size that maps to `bin`.
+    #[inline(always)]
+    unsafe fn insert_in(&mut self, chunk: Chunk, bin: usize) {
         let old_head = self.heads[bin];
-        // SAFETY: `chunk` and `old_head` are free chunks, so they carry link words.
+        // SAFETY: `chunk` is a free chunk, `old_head` a free chunk or the sink, so both carry
+        // link words.
         unsafe {
             chunk.set_next_free(old_head);
-            chunk.set_prev_free(None);
-            match old_head {
-                Some(old_head) => old_head.set_prev_free(Some(chunk)),
-                // The bin was empty: only now does its bit change.
-                None => self.occupancy.set(bin),
-            }
+            chunk.set_prev_free(self.sink);
+            old_head.set_prev_free(chunk);
         }
-        self.heads[bin] = Some(chunk);
+        self.heads[bin] = chunk;
+        self.occupancy.set(bin);
     }
 
     /// Takes a free chunk out of `bin`'s list.
@@ -68,48 +118,29 @@ impl FreeIndex {
     /// `chunk` is a free chunk filed in `bin`.
     #[inline(always)]
     pub(crate) unsafe fn unlink(&mut self, chunk: Chunk, bin: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.unlink_with(chunk, || bin) }
+        // SAFETY: `chunk` is listed, so its neighbours are listed chunks or the sink.
+        unsafe {
+            let next = chunk.next_free();
+            let prev = chunk.prev_free();
+            next.set_prev_free(prev);
+            self.link_to(prev, bin).write(next);
+        }
+        let emptied = self.heads[bin] == self.sink;
+        self.occupancy.clear_if(bin, emptied);
     }
 
-    /// Takes a free chunk of `size` bytes out of its list. Its bin is computed only if the
-    /// chunk heads its list.
+    /// Takes a free chunk of `size` bytes out of its list.
     ///
     /// # Safety
     /// `chunk` is a free chunk of `size` bytes filed in this index.
     #[inline(always)]
     pub(crate) unsafe fn remove(&mut self, chunk: Chunk, size: usize) {
         // SAFETY: forwarded from the caller.
-        unsafe { self.unlink_with(chunk, || bin_of(size)) }
-    }
-
-    /// # Safety
-    /// `chunk` is a free chunk filed in the bin `bin()` returns.
-    #[inline(always)]
-    unsafe fn unlink_with(&mut self, chunk: Chunk, bin: impl FnOnce() -> usize) {
-        // SAFETY: `chunk` and its list neighbours are free chunks of this index.
-        unsafe {
-            let next = chunk.next_free();
-            let prev = chunk.prev_free();
-            if let Some(next) = next {
-                next.set_prev_free(prev);
-            }
-            match prev {
-                Some(prev) => prev.set_next_free(next),
-                None => {
-                    let bin = bin();
-                    self.heads[bin] = next;
-                    if next.is_none() {
-                        self.occupancy.clear(bin);
-                    }
-                }
-            }
-        }
+        unsafe { self.unlink(chunk, bin_of(size)) }
     }
 
     /// The entry of the free chunk `from`, of `old_size` bytes, now stands for a free chunk of
-    /// `new_size` bytes at `to` (see [`FreeIndex::refile_in`]). A chunk of an exact bin always
-    /// changes bin, so its bin is computed only if it heads its list.
+    /// `new_size` bytes at `to` (see [`FreeIndex::refile_in`]).
     ///
     /// # Safety
     /// As for [`FreeIndex::refile_in`], with `from` of `old_size` bytes.
@@ -122,14 +153,7 @@ impl FreeIndex {
         new_size: usize,
     ) {
         // SAFETY: forwarded from the caller.
-        unsafe {
-            if is_exact_size(old_size) {
-                self.remove(from, old_size);
-                self.insert(to, new_size);
-            } else {
-                self.refile_in(from, bin_of(old_size), to, new_size);
-            }
-        }
+        unsafe { self.refile_in(from, bin_of(old_size), to, new_size) }
     }
 
     /// The entry of the free chunk `from`, filed in `bin`, now stands for a free chunk of
@@ -143,35 +167,31 @@ impl FreeIndex {
     pub(crate) unsafe fn refile_in(&mut self, from: Chunk, bin: usize, to: Chunk, new_size: usize) {
         // SAFETY: forwarded from the caller; `from`'s links are read before `to`'s are written.
         unsafe {
-            // A chunk of an exact bin changes bin whenever its size changes.
-            if is_exact(bin) || !in_bin(bin, new_size) {
+            let new_bin = bin_of(new_size);
+            if new_bin != bin {
                 self.unlink(from, bin);
-                self.insert(to, new_size);
-            } else if from != to {
+                self.insert_in(to, new_bin);
+            } else {
                 self.relocate(from, to, bin);
             }
         }
     }
 
-    /// Moves the list entry of `from` (filed in `bin`) to `to`.
+    /// Moves the list entry of `from` (filed in `bin`) to `to` (which may be `from`).
     ///
     /// # Safety
     /// As for [`FreeIndex::refile_in`].
     #[inline(always)]
     unsafe fn relocate(&mut self, from: Chunk, to: Chunk, bin: usize) {
-        // SAFETY: `from` and its list neighbours are free chunks; links are read first.
+        // SAFETY: `from` is listed, so its neighbours are listed chunks or the sink; its links
+        // are read before `to`'s are written.
         unsafe {
             let next = from.next_free();
             let prev = from.prev_free();
             to.set_next_free(next);
             to.set_prev_free(prev);
-            if let Some(next) = next {
-                next.set_prev_free(Some(to));
-            }
-            match prev {
-                Some(prev) => prev.set_next_free(Some(to)),
-                None => self.heads[bin] = Some(to),
-            }
+            next.set_prev_free(to);
+            self.link_to(prev, bin).write(to);
         }
     }
 
@@ -181,35 +201,33 @@ impl FreeIndex {
     /// The index is consistent (every listed chunk is a free chunk of its bin).
     #[inline(always)]
     pub(crate) unsafe fn find(&self, size: usize) -> Option<(Chunk, usize)> {
-        let bin = bin_of(size);
-        if !is_exact(bin) {
+        if size >= BEST_FIT_FROM {
             // SAFETY: forwarded from the caller.
-            if let Some(best) = unsafe { self.best_of_first(bin, size) } {
-                return Some((best, bin));
+            if let Some(best) = unsafe { self.best_fit_in_own_bin(size) } {
+                return Some(best);
             }
         }
-        let first_fitting_bin = if is_exact(bin) { bin } else { bin + 1 };
-        if let Some(found) = self.occupancy.first_at_or_above(first_fitting_bin) {
-            if is_exact(found) {
-                return Some((self.heads[found]?, found));
-            }
+        match self.occupancy.first_at_or_above(ceil_bin_of(size)) {
+            Some(bin) => Some((self.heads[bin], bin)),
             // SAFETY: forwarded from the caller.
-            return unsafe { self.best_of_first(found, size) }.map(|c| (c, found));
+            None => unsafe { self.first_fit(bin_of(size), |_, chunk_size| chunk_size >= size) },
         }
-        // SAFETY: forwarded from the caller.
-        unsafe { self.first_fit(bin, |_, chunk_size| chunk_size >= size) }
     }
 
-    /// The smallest chunk of at least `size` bytes among the first `FIT_SCAN` of `bin`'s list.
+    /// The smallest chunk of at least `size` bytes among the first [`BEST_FIT_SCAN`] of the
+    /// request's own bin, with that bin.
     ///
     /// # Safety
     /// The index is consistent.
-    #[inline(always)]
-    unsafe fn best_of_first(&self, bin: usize, size: usize) -> Option<Chunk> {
+    #[inline(never)]
+    unsafe fn best_fit_in_own_bin(&self, size: usize) -> Option<(Chunk, usize)> {
+        let bin = bin_of(size);
         let mut best: Option<(Chunk, usize)> = None;
         let mut cursor = self.heads[bin];
-        for _ in 0..FIT_SCAN {
-            let Some(chunk) = cursor else { break };
+        for _ in 0..BEST_FIT_SCAN {
+            let Some(chunk) = self.listed(cursor) else {
+                break;
+            };
             // SAFETY: listed chunks are free chunks with valid headers and links.
             let chunk_size = unsafe { chunk.size() };
             if chunk_size >= size && best.is_none_or(|(_, best_size)| chunk_size < best_size) {
@@ -218,7 +236,7 @@ impl FreeIndex {
             // SAFETY: as above.
             cursor = unsafe { chunk.next_free() };
         }
-        best.map(|(chunk, _)| chunk)
+        best.map(|(chunk, _)| (chunk, bin))
     }
 
     /// The first chunk, scanning bins upward from `first_bin`, that `fits` accepts, with its
@@ -235,7 +253,7 @@ impl FreeIndex {
         let mut bin = self.occupancy.first_at_or_above(first_bin)?;
         loop {
             let mut cursor = self.heads[bin];
-            while let Some(chunk) = cursor {
+            while let Some(chunk) = self.listed(cursor) {
                 // SAFETY: listed chunks are free chunks with valid headers and links.
                 let size = unsafe { chunk.size() };
                 if fits(chunk, size) {
@@ -256,7 +274,7 @@ impl FreeIndex {
         let mut next_bin = self.occupancy.first_at_or_above(0);
         while let Some(bin) = next_bin {
             let mut cursor = self.heads[bin];
-            while let Some(chunk) = cursor {
+            while let Some(chunk) = self.listed(cursor) {
                 // SAFETY: listed chunks are free chunks with valid headers and links.
                 unsafe {
                     f(chunk, chunk.size());
@@ -275,7 +293,7 @@ impl FreeIndex {
         let bin = self.occupancy.last()?;
         let mut largest = 0;
         let mut cursor = self.heads[bin];
-        while let Some(chunk) = cursor {
+        while let Some(chunk) = self.listed(cursor) {
             // SAFETY: listed chunks are free chunks with valid headers and links.
             unsafe {
                 largest = largest.max(chunk.size());
@@ -287,7 +305,25 @@ impl FreeIndex {
 
     /// The head of `bin`'s list (for the checker).
     pub(crate) fn head(&self, bin: usize) -> Option<Chunk> {
-        self.heads[bin]
+        self.listed(self.heads[bin])
+    }
+
+    /// The chunk after `chunk` in its list (for the checker).
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk.
+    pub(crate) unsafe fn next_of(&self, chunk: Chunk) -> Option<Chunk> {
+        // SAFETY: forwarded from the caller.
+        self.listed(unsafe { chunk.next_free() })
+    }
+
+    /// The chunk before `chunk` in its list (for the checker).
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk.
+    pub(crate) unsafe fn prev_of(&self, chunk: Chunk) -> Option<Chunk> {
+        // SAFETY: forwarded from the caller.
+        self.listed(unsafe { chunk.prev_free() })
     }
 
     /// Whether the bitmap has `bin` marked non-empty (for the checker).

@@ -3,7 +3,7 @@
 //! ```text
 //! base                                                                              limit
 //! |pad| record chunk (in use)     | chunks ...                          | sentinel |pad|
-//!       [hdr][next|base|limit|sentinel] [hdr]...                          [0|IN_USE]
+//!       [hdr][next|base|limit|sentinel|sink] [hdr]...                     [0|IN_USE]
 //! ```
 //!
 //! Invariants:
@@ -12,6 +12,8 @@
 //!   chunk an in-use left neighbour, so no chunk ever looks left of its region.
 //! - Each region ends with an *end sentinel*: a header of size 0 marked in use, so no chunk
 //!   coalesces past the end. Its `PREV_IN_USE` flag tells whether the last chunk is free.
+//! - The first region's record holds the heap's list *sink* (see [`crate::free_index`]): a
+//!   word that list operations may overwrite at will; it means nothing.
 //! - Regions never overlap. `extend` moves the sentinel of one region forward; growth smaller
 //!   than a minimal chunk that cannot join a free last chunk waits in the padding until a
 //!   later `extend` makes it large enough.
@@ -33,6 +35,8 @@ pub(crate) struct RegionRecord {
     pub(crate) limit: usize,
     /// The end sentinel.
     pub(crate) sentinel: Chunk,
+    /// The `prev` link word of the heap's list sink (used in the first region only).
+    sink_prev: usize,
 }
 
 /// The size of a record chunk.
@@ -104,18 +108,25 @@ impl Heap {
             record_chunk.set_header(RECORD_CHUNK | IN_USE | PREV_IN_USE);
             let sentinel = Chunk::at(base.add(frame.sentinel));
             sentinel.set_header(IN_USE);
-            let first = Chunk::at(base.add(frame.first_chunk));
-            let free_size = frame.sentinel - frame.first_chunk;
-            first.write_free(free_size, true);
-            self.index.insert(first, free_size);
             let record = record_chunk.payload().cast::<RegionRecord>();
             record.write(RegionRecord {
                 next: self.regions,
                 base: base.as_ptr().addr(),
                 limit,
                 sentinel,
+                sink_prev: 0,
             });
+            if self.regions.is_none() {
+                // The sink's other words overlap the record's `limit` and `sentinel`: only its
+                // `prev` word is ever written.
+                let sink_prev = NonNull::new_unchecked(&raw mut (*record.as_ptr()).sink_prev);
+                self.index.adopt_sink(Chunk::with_prev_link_at(sink_prev));
+            }
             self.regions = Some(record);
+            let first = Chunk::at(base.add(frame.first_chunk));
+            let free_size = frame.sentinel - frame.first_chunk;
+            first.write_free(free_size, true);
+            self.index.insert(first, free_size);
             self.counters.managed += free_size;
         }
         Ok(())

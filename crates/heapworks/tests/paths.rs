@@ -346,27 +346,50 @@ fn out_of_memory_is_an_error_and_changes_nothing() {
 
 #[test]
 fn a_request_the_largest_chunk_can_serve_never_fails() {
+    // Pairs of chunk sizes that share one 1/64-octave sub-bin: 4112 and 4096 B (below the
+    // bounded best fit, so the good fit finds no bin above and walks this one), and 9200 and
+    // 9120 B (searched by the bounded best fit).
+    for (big_size, small_size) in [(4100, 4080), (9180, 9100)] {
+        let mut arena = Arena::new(64 * 1024);
+        let mut heap = arena.heap();
+        // The larger chunk is freed first, then the smaller one becomes the bin's head. Asking
+        // for all of the larger one must still succeed: a good fit that only looks at bins
+        // above the request's own would fail here.
+        let big = alloc(&mut heap, big_size);
+        let _separator = alloc(&mut heap, 64);
+        let small = alloc(&mut heap, small_size);
+        let mut rest = Vec::new();
+        while let Ok(block) = heap.allocate(layout(64)) {
+            rest.push(block);
+        }
+        free(&mut heap, big);
+        free(&mut heap, small);
+        let largest = heap.stats().largest_free;
+        assert_eq!(largest, chunk_size(big_size) - WORD);
+        let again = heap
+            .allocate(layout(largest))
+            .expect("the largest chunk serves it");
+        assert_eq!(again, big);
+        heap.check().unwrap();
+    }
+}
+
+#[test]
+fn a_heap_may_move_after_it_claimed_memory() {
     let mut arena = Arena::new(64 * 1024);
     let mut heap = arena.heap();
-    // Two free chunks share one sub-bin: the larger one first, then a smaller one that becomes
-    // the bin's head. Asking for all of the larger one must still succeed: a good-fit index
-    // that only looks at the head and at bins above would fail here.
-    let big = alloc(&mut heap, 1100);
-    let _separator = alloc(&mut heap, 64);
-    let small = alloc(&mut heap, 1030);
-    let mut rest = Vec::new();
-    while let Ok(block) = heap.allocate(layout(64)) {
-        rest.push(block);
-    }
-    free(&mut heap, big);
-    free(&mut heap, small);
-    let largest = heap.stats().largest_free;
-    assert_eq!(largest, chunk_size(1100) - WORD);
-    let again = heap
-        .allocate(layout(largest))
-        .expect("the largest chunk serves it");
-    assert_eq!(again, big);
-    heap.check().unwrap();
+    let a = alloc(&mut heap, 100);
+    let b = alloc(&mut heap, 3000);
+    free(&mut heap, a);
+    // Its lists end in a sink inside the region, not inside the heap value.
+    let mut moved = Box::new(heap);
+    moved.check().unwrap();
+    let c = alloc(&mut moved, 100);
+    assert_eq!(c, a, "the freed chunk is found through the moved heap's index");
+    free(&mut moved, b);
+    free(&mut moved, c);
+    moved.check().unwrap();
+    assert_eq!(moved.stats().in_use, 0);
 }
 
 #[test]
