@@ -19,6 +19,7 @@
 //! | [`large`] | blocks over 256 KiB: whole-page mappings, size in a tagged header word, `mremap` realloc, a per-thread slot and a bounded shared reuse cache |
 //! | [`api`] | the exported C functions: routing by size, errno, glibc's edge cases |
 //! | [`os`] | mmap, mprotect, mremap, munmap, errno, write(2): nothing that allocates |
+//! | `panic` | built with `panic = "abort"` (profile `malloc`, the shipped library): `no_std`, a panic writes its message with write(2) and aborts |
 //! | [`lock`] | the spin lock with backoff (never libc's locks) |
 //! | [`fork`] | `pthread_atfork` handlers holding every lock across `fork` |
 //! | [`config`] | environment settings (`HEAPWORKS_STATS`, `HEAPWORKS_LARGE_CACHE_MIB`, `HEAPWORKS_TCACHE_KIB`) |
@@ -44,7 +45,15 @@
 //! with `madvise(MADV_DONTNEED)` (the core names them with
 //! `Heap::for_each_unused_span`).
 //!
+//! The shipped library is built with cargo's `malloc` profile (release with
+//! `panic = "abort"`: `cargo build --profile malloc -p heapworks-malloc`, giving
+//! `target/malloc/libheapworks_malloc.so` and `.a`), in which the crate is `no_std` and needs
+//! only libc: no unwinder, backtrace printer or libgcc_s in the processes it serves. Profiles
+//! that unwind (dev, release, test) link std, so the crate builds with the rest of the
+//! workspace and its rlib links into the in-process tests.
+//!
 //! Only x86-64 Linux with glibc is supported (the TLS access is written in assembly).
+#![cfg_attr(panic = "abort", no_std)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![warn(missing_docs, clippy::undocumented_unsafe_blocks)]
 
@@ -59,6 +68,8 @@ mod large;
 mod lock;
 mod medium;
 mod os;
+#[cfg(panic = "abort")]
+mod panic;
 mod size_class;
 mod stats;
 mod tcache;

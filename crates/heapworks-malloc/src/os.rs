@@ -1,4 +1,5 @@
-//! The operating-system interface: page mappings, errno, and raw writes to stderr.
+//! The operating-system interface: page mappings, errno, the process id, and raw writes to
+//! stderr.
 //!
 //! Invariants: nothing here allocates, takes a libc lock or calls back into malloc; each
 //! function is one system call through libc's thin wrapper (which at most sets errno). Lengths
@@ -102,6 +103,12 @@ pub(crate) fn errno() -> libc::c_int {
 pub(crate) fn set_errno(value: libc::c_int) {
     // SAFETY: `__errno_location` returns the calling thread's errno slot, valid for writes.
     unsafe { *libc::__errno_location() = value };
+}
+
+/// The process's id.
+pub(crate) fn pid() -> libc::pid_t {
+    // SAFETY: getpid only returns a number; it cannot fail.
+    unsafe { libc::getpid() }
 }
 
 /// A private copy of standard error, which programs that close fd 2 before exit (coreutils

@@ -79,10 +79,26 @@ pub(crate) fn add(counter: &AtomicUsize, amount: usize) {
     counter.fetch_add(amount, Ordering::Relaxed);
 }
 
-/// A fixed buffer that `write!` fills, dropping what does not fit.
-struct StackText {
+/// A fixed buffer that `write!` fills, dropping what does not fit: text formatted without
+/// allocating (the report here, a panic's message in [`crate::panic`]).
+pub(crate) struct StackText {
     bytes: [u8; 2048],
     len: usize,
+}
+
+impl StackText {
+    /// An empty buffer.
+    pub(crate) const fn new() -> Self {
+        StackText {
+            bytes: [0; 2048],
+            len: 0,
+        }
+    }
+
+    /// Writes the text to descriptor `fd` with `write(2)`.
+    pub(crate) fn write_to(&self, fd: libc::c_int) {
+        crate::os::write_all(fd, &self.bytes[..self.len]);
+    }
 }
 
 impl Write for StackText {
@@ -97,13 +113,10 @@ impl Write for StackText {
 
 /// Writes the report to stderr.
 pub(crate) fn print_report() {
-    let mut text = StackText {
-        bytes: [0; 2048],
-        len: 0,
-    };
+    let mut text = StackText::new();
     // Writing into a StackText never fails.
     let _ = write_report(&mut text);
-    crate::os::write_all(crate::config::stats_fd(), &text.bytes[..text.len]);
+    text.write_to(crate::config::stats_fd());
 }
 
 fn write_report(out: &mut StackText) -> fmt::Result {
@@ -113,7 +126,7 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     writeln!(
         out,
         "heapworks-malloc statistics (pid {})",
-        std::process::id()
+        crate::os::pid()
     )?;
     writeln!(
         out,

@@ -9,12 +9,8 @@ use std::process::Command;
 #[test]
 fn threads_handoffs_churn_and_fork() {
     let binary = compile("stress.c", "cc", Linkage::Plain);
-    let rounds = if cfg!(debug_assertions) {
-        "60000"
-    } else {
-        "300000"
-    };
-    let output = run_preloaded(Command::new(&binary).arg(rounds));
+    // The library is the optimized build whatever the tests' profile (common::library).
+    let output = run_preloaded(Command::new(&binary).arg("300000"));
     assert_success(&output, "stress");
     assert!(String::from_utf8_lossy(&output.stdout).contains("stress: ok"));
     // Threads were created and destroyed, and gave their caches back.

@@ -227,16 +227,24 @@ pub fn target_dir() -> Result<PathBuf, String> {
         .ok_or_else(|| format!("{} is not in a cargo target directory", exe.display()))
 }
 
-/// Builds the release `libheapworks_malloc.so` of this workspace with cargo (a no-op when it
-/// is up to date) into the target directory of the running executable, and returns its path.
-/// When cargo cannot build it, an existing library is used with a warning.
+/// Builds `libheapworks_malloc.so` of this workspace as shipped (cargo profile `malloc`:
+/// release with `panic = "abort"`) with cargo (a no-op when it is up to date) into the target
+/// directory of the running executable, and returns its path. When cargo cannot build it, an
+/// existing library is used with a warning.
 fn build_heapworks() -> Result<PathBuf, String> {
     let target = target_dir()?;
-    let library = target.join("release").join("libheapworks_malloc.so");
+    let library = target.join("malloc").join("libheapworks_malloc.so");
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
     let built = Command::new(cargo)
-        .args(["build", "--release", "-p", "heapworks-malloc", "--lib"])
+        .args([
+            "build",
+            "--profile",
+            "malloc",
+            "-p",
+            "heapworks-malloc",
+            "--lib",
+        ])
         .arg("--manifest-path")
         .arg(&manifest)
         .arg("--target-dir")
@@ -255,8 +263,8 @@ fn build_heapworks() -> Result<PathBuf, String> {
         return Ok(library);
     }
     Err(format!(
-        "{} is not built and {failure}; build it with `cargo build --release -p \
-         heapworks-malloc`, or name a library with --malloc-lib heapworks=PATH",
+        "{} is not built and {failure}; build it with `cargo build --profile malloc \
+         -p heapworks-malloc`, or name a library with --malloc-lib heapworks=PATH",
         library.display()
     ))
 }

@@ -12,47 +12,39 @@ pub fn crate_dir() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// `target/<profile>` of the running test.
-fn profile_dir() -> PathBuf {
+/// The target directory of the running test (`target/<profile>/deps/<test>`).
+fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test executable path");
-    exe.parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps")
+    exe.ancestors()
+        .nth(3)
+        .expect("target/<profile>/deps/<test>")
         .to_path_buf()
 }
 
-/// `libheapworks_malloc.so`, built once per test run with the cargo running the tests, into
-/// the same target directory and profile (a no-op when cargo already built the cdylib).
+/// `libheapworks_malloc.so` as shipped (cargo profile `malloc`: release with
+/// `panic = "abort"`, so `no_std`), built once per test run with the cargo running the tests
+/// into the same target directory (a no-op when it is up to date).
 pub fn library() -> &'static Path {
     static LIBRARY: OnceLock<PathBuf> = OnceLock::new();
     LIBRARY.get_or_init(|| {
-        let profile_dir = profile_dir();
-        let target_dir = profile_dir.parent().expect("target directory");
+        let target_dir = target_dir();
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-        let mut command = Command::new(cargo);
-        command
+        let status = Command::new(cargo)
             .args([
                 "build",
                 "--quiet",
+                "--profile",
+                "malloc",
                 "-p",
                 "heapworks-malloc",
                 "--lib",
                 "--target-dir",
             ])
-            .arg(target_dir);
-        match profile_dir.file_name().and_then(|name| name.to_str()) {
-            Some("debug") => {}
-            Some("release") => {
-                command.arg("--release");
-            }
-            Some(profile) => {
-                command.args(["--profile", profile]);
-            }
-            None => panic!("unexpected test path {}", profile_dir.display()),
-        }
-        let status = command.status().expect("run cargo build for the library");
+            .arg(&target_dir)
+            .status()
+            .expect("run cargo build for the library");
         assert!(status.success(), "building heapworks-malloc failed");
-        profile_dir.join("libheapworks_malloc.so")
+        target_dir.join("malloc/libheapworks_malloc.so")
     })
 }
 
