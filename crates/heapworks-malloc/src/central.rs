@@ -7,6 +7,14 @@
 //! it, so a cached block's header is always valid. The lock is never held while calling
 //! anything that could allocate.
 //!
+//! Thread caches hand blocks to each other through the central heap's transfer batches: a
+//! thread whose list of a class is full may leave half of it, still linked, as that class's
+//! batch, and a thread whose list is empty takes the batch whole instead of carving new blocks
+//! (a producer allocating what a consumer frees then moves a batch per lock, not a block).
+//! Invariants: a class has at most one batch, a null-terminated list of `count > 0` blocks of
+//! that class, allocated in the heap's eyes; the batches hold at most [`TRANSFER_MAX_BYTES`]
+//! in all.
+//!
 //! Memory goes back lazily and bounded: after every [`TRIM_EVERY`] bytes freed into the heap,
 //! the whole pages inside the unused spans of free chunks of at least [`TRIM_MIN_SPAN`] are
 //! discarded (`madvise(MADV_DONTNEED)`, under the lock, so no block is carved from them
@@ -20,6 +28,7 @@ use heapworks::{Heap, Stats};
 
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
+use crate::size_class::{block_class, CLASS_SLOTS};
 use crate::stats::{add, bump, COUNTERS};
 
 /// Address space reserved at a time; pages cost nothing until committed and touched.
@@ -30,6 +39,8 @@ const MIN_COMMIT: usize = 2 << 20;
 const TRIM_EVERY: usize = 64 << 20;
 /// Unused spans shorter than this stay resident: a few pages are not worth a syscall.
 const TRIM_MIN_SPAN: usize = 256 << 10;
+/// Bytes the transfer batches may hold in all (blocks kept out of the heap, so bounded).
+const TRANSFER_MAX_BYTES: usize = 256 << 10;
 /// Room for the core's region record, end sentinel, alignment padding and a block header.
 const REGION_OVERHEAD: usize = 256;
 
@@ -41,12 +52,28 @@ struct Reservation {
     reserved: usize,
 }
 
-/// The heap and the reservation it grows into.
+/// A class's transfer batch: `count` blocks linked from `head` through their first words.
+#[derive(Clone, Copy)]
+struct Batch {
+    head: *mut u8,
+    count: u32,
+}
+
+impl Batch {
+    const EMPTY: Batch = Batch {
+        head: core::ptr::null_mut(),
+        count: 0,
+    };
+}
+
+/// The heap, the reservation it grows into, and the transfer batches.
 pub(crate) struct Central {
     heap: Heap,
     newest: Option<Reservation>,
     committed_total: usize,
     freed_since_trim: usize,
+    transfer: [Batch; CLASS_SLOTS],
+    transfer_bytes: usize,
 }
 
 // SAFETY: the reservation pointer names memory owned by the heap, which is `Send`; nothing is
@@ -59,6 +86,8 @@ static CENTRAL: SpinLock<Central> = SpinLock::new(Central {
     newest: None,
     committed_total: 0,
     freed_since_trim: 0,
+    transfer: [Batch::EMPTY; CLASS_SLOTS],
+    transfer_bytes: 0,
 });
 
 /// Locks the central heap.
@@ -129,6 +158,51 @@ impl Central {
         // SAFETY: as above.
         unsafe { link.write(rest) };
         (head, made)
+    }
+
+    /// Keeps the `count` blocks of `class` linked from `head` (a null-terminated list of
+    /// `block_bytes`-byte blocks) as the class's transfer batch, if it has none and the bound
+    /// allows. Returns whether it did; if not, the list is still the caller's.
+    ///
+    /// # Safety
+    /// The list's blocks are live central-heap blocks of `class` that the caller gives up.
+    pub(crate) unsafe fn offer_batch(
+        &mut self,
+        class: usize,
+        head: NonNull<u8>,
+        count: u32,
+        block_bytes: usize,
+    ) -> bool {
+        let bytes = count as usize * block_bytes;
+        let slot = &mut self.transfer[class];
+        if slot.count != 0 || self.transfer_bytes + bytes > TRANSFER_MAX_BYTES {
+            return false;
+        }
+        *slot = Batch {
+            head: head.as_ptr(),
+            count,
+        };
+        self.transfer_bytes += bytes;
+        true
+    }
+
+    /// The number of blocks in the transfer batch that serves `class` (`block_class(class)`'s),
+    /// 0 when it has none.
+    pub(crate) fn batch_len(&self, class: usize) -> u32 {
+        self.transfer[block_class(class)].count
+    }
+
+    /// Takes the transfer batch that serves `class`, of `block_bytes`-byte blocks: its
+    /// null-terminated list and its length.
+    pub(crate) fn take_batch(
+        &mut self,
+        class: usize,
+        block_bytes: usize,
+    ) -> Option<(NonNull<u8>, u32)> {
+        let slot = &mut self.transfer[block_class(class)];
+        let batch = core::mem::replace(slot, Batch::EMPTY);
+        self.transfer_bytes -= batch.count as usize * block_bytes;
+        NonNull::new(batch.head).map(|head| (head, batch.count))
     }
 
     /// Frees a block of this heap.

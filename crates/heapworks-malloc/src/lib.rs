@@ -15,7 +15,7 @@
 //! | [`size_class`] | 63 classes one 16 B granule apart, up to 1 KiB blocks; a block's header names its class |
 //! | [`tcache`] | per-thread lists of free small blocks in initial-exec TLS; no lock, no atomic on the fast paths |
 //! | [`medium`] | per-thread bins of free medium blocks (1 KiB to 256 KiB), exact sizes, bounded bytes |
-//! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`) |
+//! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`); per-class transfer batches between thread caches |
 //! | [`large`] | blocks over 256 KiB: whole-page mappings, size in a tagged header word, `mremap` realloc, a per-thread slot and a bounded shared reuse cache |
 //! | [`api`] | the exported C functions: routing by size, errno, glibc's edge cases |
 //! | [`os`] | mmap, mprotect, mremap, munmap, errno, write(2): nothing that allocates |
@@ -29,8 +29,9 @@
 //! `free(p)` reads the word before `p`: if it carries `heapworks::EMBEDDER_TAG` the block is a
 //! large mapping, otherwise it is the core's header, whose size gives the class, and the block
 //! is pushed on the calling thread's list (whichever thread allocated it). Full lists grow
-//! within a per-thread budget or send half back to the central heap; empty lists take a batch.
-//! A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
+//! within a per-thread budget or send half back to the central heap, left linked as the
+//! class's transfer batch if the heap has room (at most 256 KiB of them in all); empty lists
+//! take that batch whole, or a batch of fresh blocks. A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
 //! the thread's medium bins, which freed medium blocks join (within an eighth of the thread's
 //! budget), then go to the central heap under its lock, as aligned ones do; `realloc` grows
 //! heap blocks into a free neighbour in place and shrinks them by splitting. A freed large

@@ -11,6 +11,8 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 pub(crate) struct Counters {
     /// Thread caches refilled from the central heap.
     pub(crate) refills: AtomicUsize,
+    /// Refills served by a transfer batch (blocks another flush left, not carved anew).
+    pub(crate) batches_taken: AtomicUsize,
     /// Thread caches that sent blocks back to the central heap on overflow.
     pub(crate) flushes: AtomicUsize,
     /// Thread caches set up.
@@ -49,6 +51,7 @@ pub(crate) struct Counters {
 /// The process's counters.
 pub(crate) static COUNTERS: Counters = Counters {
     refills: AtomicUsize::new(0),
+    batches_taken: AtomicUsize::new(0),
     flushes: AtomicUsize::new(0),
     caches_started: AtomicUsize::new(0),
     caches_retired: AtomicUsize::new(0),
@@ -147,10 +150,11 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  thread caches: {} started, {} retired, {} refills, {} flushes; {} direct central requests",
+        "  thread caches: {} started, {} retired, {} refills ({} with a transfer batch), {} flushes; {} direct central requests",
         get(&c.caches_started),
         get(&c.caches_retired),
         get(&c.refills),
+        get(&c.batches_taken),
         get(&c.flushes),
         get(&c.central_direct)
     )?;

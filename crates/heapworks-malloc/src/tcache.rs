@@ -6,7 +6,10 @@
 //! batch from the central heap under its lock, and a full one either grows its limit (within the
 //! thread's byte budget, `HEAPWORKS_TCACHE_KIB`) or sends half its blocks back. A block freed by
 //! another thread simply joins the freeing thread's cache: every cached block is allocated in
-//! the central heap's eyes, so any thread can hand it back.
+//! the central heap's eyes, so any thread can hand it back. Half a list sent back is left
+//! linked, as its class's transfer batch when the central heap has room for it, and a refill
+//! takes such a batch whole (growing the list's limit to hold it, within the budget): blocks
+//! one thread frees reach a thread that allocates them a batch per lock (see [`central`]).
 //!
 //! The cache also holds the thread's medium blocks ([`MediumCache`], an eighth of the budget) and
 //! its most recently freed large mapping ([`LargeSlot`]); their modules say how they work.
@@ -178,14 +181,14 @@ fn live_cache() -> Option<*mut ThreadCache> {
 
 /// `malloc`'s slow path for a small request: sets up the cache or refills the list, then pops.
 pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
-    if live_cache().is_none() {
+    let Some(cache) = live_cache() else {
         return allocate_direct(class);
-    }
+    };
     // SAFETY: the cache is this thread's and live; `class` is a valid class (callers map
     // requests).
     unsafe {
         if class != TINY_CLASS || !move_to_tiny(bin(TINY_CLASS), bin(MIN_CLASS)) {
-            refill(bin(class), class)?;
+            refill(cache, class)?;
         }
         pop(class)
     }
@@ -361,18 +364,38 @@ fn list_bytes(class: usize, blocks: u32) -> usize {
     block_bytes(class) * blocks as usize
 }
 
-/// Fetches a batch of blocks for an empty list from the central heap.
+/// Fills the empty list of `class` from the central heap: with the class's transfer batch,
+/// whole, if the list's limit can be grown to hold it within the thread's budget (a thread
+/// that allocates what another frees thus takes a batch per lock), else with up to
+/// `MAX_REFILL` fresh blocks.
 ///
 /// # Safety
-/// `bin` is the calling thread's list of `class`, empty and live.
-unsafe fn refill(bin: *mut Bin, class: usize) -> Option<()> {
+/// `cache` is the calling thread's live cache, whose list of `class` is empty.
+unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
     // SAFETY: the list is this thread's; fresh blocks are linked through their first word.
     unsafe {
-        let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
-        let (head, fetched) =
-            central::lock().allocate_list(layout_of_class(class), wanted, (*bin).head);
-        (*bin).head = head;
+        let bin = bin(class);
+        let mut central = central::lock();
         bump(&COUNTERS.refills);
+        let batch = central.batch_len(class);
+        while batch > (*bin).room && grow_limit(cache, class) {}
+        let taken = if batch != 0 && batch <= (*bin).room {
+            central.take_batch(class, block_bytes(class))
+        } else {
+            None
+        };
+        let (head, fetched) = match taken {
+            Some((head, count)) => {
+                bump(&COUNTERS.batches_taken);
+                (head.as_ptr(), count)
+            }
+            None => {
+                let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
+                central.allocate_list(layout_of_class(class), wanted, (*bin).head)
+            }
+        };
+        drop(central);
+        (*bin).head = head;
         (*bin).room -= fetched;
         (fetched > 0).then_some(())
     }
@@ -386,6 +409,20 @@ unsafe fn refill(bin: *mut Bin, class: usize) -> Option<()> {
 unsafe fn make_room(cache: *mut ThreadCache, class: usize) {
     // SAFETY: the cache is this thread's.
     unsafe {
+        if !grow_limit(cache, class) {
+            flush(class, (*bin(class)).limit.div_ceil(2));
+        }
+    }
+}
+
+/// Doubles the limit of the list of `class` (at most `max_limit`) if the thread's budget
+/// allows. Returns whether it grew.
+///
+/// # Safety
+/// `cache` is the calling thread's live cache; `class` is a valid class.
+unsafe fn grow_limit(cache: *mut ThreadCache, class: usize) -> bool {
+    // SAFETY: the cache is this thread's.
+    unsafe {
         let bin = bin(class);
         let limit = (*bin).limit;
         let grown = (limit * 2).min(max_limit(class));
@@ -394,23 +431,43 @@ unsafe fn make_room(cache: *mut ThreadCache, class: usize) {
             (*cache).budget_left -= extra;
             (*bin).limit = grown;
             (*bin).room += grown - limit;
+            true
         } else {
-            flush(bin, limit.div_ceil(2));
+            false
         }
     }
 }
 
-/// Sends up to `count` blocks from the front of a list back to the central heap.
+/// Sends up to `count` blocks from the front of the list of `class` back to the central heap:
+/// as the class's transfer batch if the heap takes it, else block by block.
 ///
 /// # Safety
-/// `bin` is one of the calling thread's lists.
-unsafe fn flush(bin: *mut Bin, count: u32) {
-    // SAFETY: the list is this thread's and its blocks are live central-heap blocks.
+/// `class` is a valid class whose list is the calling thread's.
+unsafe fn flush(class: usize, count: u32) {
+    // SAFETY: the list is this thread's and its blocks are live central-heap blocks of `class`,
+    // linked through their first words.
     unsafe {
+        let bin = bin(class);
+        let Some(first) = NonNull::new((*bin).head) else {
+            return;
+        };
+        // Cut the first `count` blocks (or all) off the list, null-terminated.
+        let mut last = first;
+        let mut cut = 1;
+        while cut < count {
+            let Some(next) = NonNull::new(last.cast::<*mut u8>().read()) else {
+                break;
+            };
+            last = next;
+            cut += 1;
+        }
+        (*bin).head = last.cast::<*mut u8>().read();
+        last.cast::<*mut u8>().write(core::ptr::null_mut());
+        (*bin).room += cut;
         let mut central = central::lock();
-        let released = release_list(&mut central, &mut (*bin).head, count);
-        drop(central);
-        (*bin).room += released;
+        if !central.offer_batch(class, first, cut, block_bytes(class)) {
+            release_list(&mut central, &mut first.as_ptr(), cut);
+        }
     }
     bump(&COUNTERS.flushes);
 }

@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{assert_success, compile, run_preloaded, stat, Linkage};
+use common::{assert_success, compile, run_preloaded, stat_numbers, Linkage};
 use std::process::Command;
 
 #[test]
@@ -14,7 +14,11 @@ fn threads_handoffs_churn_and_fork() {
     assert_success(&output, "stress");
     assert!(String::from_utf8_lossy(&output.stdout).contains("stress: ok"));
     // Threads were created and destroyed, and gave their caches back.
-    assert!(stat(&output, "thread caches:") > 5);
+    let caches = stat_numbers(&output, "thread caches:");
+    assert!(caches[0] > 5);
+    // Blocks freed by one thread reached another's refills as whole transfer batches
+    // (started, retired, refills, of which with a transfer batch, ...).
+    assert!(caches[3] > 0, "no refill took a transfer batch: {caches:?}");
 }
 
 #[test]
