@@ -385,7 +385,10 @@ fn a_heap_may_move_after_it_claimed_memory() {
     let mut moved = Box::new(heap);
     moved.check().unwrap();
     let c = alloc(&mut moved, 100);
-    assert_eq!(c, a, "the freed chunk is found through the moved heap's index");
+    assert_eq!(
+        c, a,
+        "the freed chunk is found through the moved heap's index"
+    );
     free(&mut moved, b);
     free(&mut moved, c);
     moved.check().unwrap();
