@@ -148,6 +148,6 @@ mod tests {
 
     #[test]
     fn bin_count_fits_a_two_level_bitmap() {
-        assert!(BIN_COUNT <= (usize::BITS * usize::BITS) as usize);
+        assert!(BIN_COUNT <= (u64::BITS * u64::BITS) as usize);
     }
 }

@@ -8,7 +8,9 @@
 
 use crate::bins::BIN_COUNT;
 
-const BITS: usize = usize::BITS as usize;
+/// Bits per word. 64 on every target: 32-bit targets have more bins than 32 × 32, and wasm32
+/// computes in 64-bit words natively.
+const BITS: usize = u64::BITS as usize;
 /// Words needed for one bit per bin.
 const WORDS: usize = BIN_COUNT.div_ceil(BITS);
 /// Bin numbers the bitmap can name (at least `BIN_COUNT`): a list array this long needs no
@@ -19,8 +21,8 @@ const _: () = assert!(WORDS <= BITS, "the summary word names every word");
 
 #[derive(Debug)]
 pub(crate) struct Bitmap {
-    summary: usize,
-    words: [usize; WORDS],
+    summary: u64,
+    words: [u64; WORDS],
 }
 
 impl Bitmap {
@@ -41,9 +43,9 @@ impl Bitmap {
     #[inline(always)]
     pub(crate) fn clear_if(&mut self, bin: usize, emptied: bool) {
         let word = &mut self.words[bin / BITS];
-        *word &= !(usize::from(emptied) << (bin % BITS));
+        *word &= !(u64::from(emptied) << (bin % BITS));
         // Without a branch: the summary bit goes only when the word emptied.
-        self.summary &= !(usize::from(*word == 0) << (bin / BITS));
+        self.summary &= !(u64::from(*word == 0) << (bin / BITS));
     }
 
     #[inline(always)]
@@ -58,12 +60,12 @@ impl Bitmap {
         if word_index >= WORDS {
             return None;
         }
-        let here = self.words[word_index] & (usize::MAX << (bin % BITS));
+        let here = self.words[word_index] & (u64::MAX << (bin % BITS));
         if here != 0 {
             return Some(word_index * BITS + here.trailing_zeros() as usize);
         }
         // `word_index + 1 <= WORDS <= BITS`; a shift by BITS must give an empty mask.
-        let above = self.summary & usize::MAX.checked_shl(word_index as u32 + 1).unwrap_or(0);
+        let above = self.summary & u64::MAX.checked_shl(word_index as u32 + 1).unwrap_or(0);
         if above == 0 {
             return None;
         }
