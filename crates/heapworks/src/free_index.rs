@@ -3,9 +3,11 @@
 //! Invariants (verified by [`crate::Heap::check`]):
 //! - Each free chunk is in exactly one list, the one of [`bin_of`]`(its size)`.
 //! - Every list ends in the heap's *sink*, and its first chunk's `prev` link is the sink too;
-//!   `heads[b]` is the first chunk of bin `b`, or the sink when the bin is empty; and
+//!   `heads[b]` is the first chunk of bin `b`, or the sink or `None` when the bin is empty (a
+//!   heap starts all zeros, so a `static` heap costs no initialised data); and
 //!   `x.next.prev == x` along every list.
-//! - The occupancy bitmap has bin `b` set exactly when `heads[b]` is not the sink.
+//! - The occupancy bitmap has bin `b` set exactly when `heads[b]` is a chunk other than the
+//!   sink.
 //!
 //! The sink is two words of the first region's record (see [`crate::region`]): a pseudo-chunk
 //! whose `prev` word absorbs the writes that a list end would otherwise need a branch to skip,
@@ -32,7 +34,6 @@
 //! the bitmap.
 
 use core::hint::select_unpredictable;
-use core::ptr::NonNull;
 
 use crate::bins::{bin_of, ceil_bin_of};
 use crate::bitmap::{Bitmap, BIN_SLOTS};
@@ -45,18 +46,17 @@ pub(crate) const BEST_FIT_SCAN: usize = 4;
 
 pub(crate) struct FreeIndex {
     occupancy: Bitmap,
-    heads: [Chunk; BIN_SLOTS],
-    sink: Chunk,
+    heads: [Option<Chunk>; BIN_SLOTS],
+    sink: Option<Chunk>,
 }
 
 impl FreeIndex {
     /// An index with no sink yet: every list operation waits for [`FreeIndex::adopt_sink`].
     pub(crate) const fn new() -> FreeIndex {
-        let unset = Chunk::at(NonNull::dangling());
         FreeIndex {
             occupancy: Bitmap::new(),
-            heads: [unset; BIN_SLOTS],
-            sink: unset,
+            heads: [None; BIN_SLOTS],
+            sink: None,
         }
     }
 
@@ -66,22 +66,38 @@ impl FreeIndex {
     /// `sink`'s `prev` link word is writable memory owned by the heap for as long as it lives,
     /// and used for nothing else.
     pub(crate) unsafe fn adopt_sink(&mut self, sink: Chunk) {
-        self.sink = sink;
-        self.heads = [sink; BIN_SLOTS];
+        self.sink = Some(sink);
     }
 
-    /// `chunk`, unless it is the sink.
+    /// The sink.
+    ///
+    /// # Safety
+    /// A sink was adopted: true for every list operation, as only a claimed region holds free
+    /// chunks.
     #[inline(always)]
-    fn listed(&self, chunk: Chunk) -> Option<Chunk> {
-        (chunk != self.sink).then_some(chunk)
+    unsafe fn sink(&self) -> Chunk {
+        debug_assert!(
+            self.sink.is_some(),
+            "a list operation before the first claim"
+        );
+        // SAFETY: forwarded from the caller.
+        unsafe { self.sink.unwrap_unchecked() }
+    }
+
+    /// `chunk`, unless it is the sink or missing.
+    #[inline(always)]
+    fn listed(&self, chunk: Option<Chunk>) -> Option<Chunk> {
+        chunk.filter(|&chunk| Some(chunk) != self.sink)
     }
 
     /// The word that points at `chunk` from before it in `bin`'s list: its predecessor's
     /// `next` link, or the bin's head when `prev` is the sink. Chosen without a branch.
     #[inline(always)]
     fn link_to(&mut self, prev: Chunk, bin: usize) -> *mut Chunk {
-        let head: *mut Chunk = &mut self.heads[bin];
-        select_unpredictable(prev == self.sink, head, prev.next_link())
+        // `Option<Chunk>` is a nullable pointer with `Chunk`'s layout: writing a chunk into the
+        // slot makes it `Some`.
+        let head: *mut Chunk = (&raw mut self.heads[bin]).cast();
+        select_unpredictable(Some(prev) == self.sink, head, prev.next_link())
     }
 
     /// Files a free chunk of `size` bytes at the head of its bin.
@@ -100,15 +116,16 @@ impl FreeIndex {
     /// `chunk` is a free chunk that is in no list, of a size that maps to `bin`.
     #[inline(always)]
     unsafe fn insert_in(&mut self, chunk: Chunk, bin: usize) {
-        let old_head = self.heads[bin];
-        // SAFETY: `chunk` is a free chunk, `old_head` a free chunk or the sink, so both carry
-        // link words.
+        // SAFETY: a free chunk exists, so a region was claimed and the sink adopted. `chunk` is
+        // a free chunk, `old_head` a free chunk or the sink, so both carry link words.
         unsafe {
+            let sink = self.sink();
+            let old_head = self.heads[bin].unwrap_or(sink);
             chunk.set_next_free(old_head);
-            chunk.set_prev_free(self.sink);
+            chunk.set_prev_free(sink);
             old_head.set_prev_free(chunk);
         }
-        self.heads[bin] = chunk;
+        self.heads[bin] = Some(chunk);
         self.occupancy.set(bin);
     }
 
@@ -208,7 +225,7 @@ impl FreeIndex {
             }
         }
         match self.occupancy.first_at_or_above(ceil_bin_of(size)) {
-            Some(bin) => Some((self.heads[bin], bin)),
+            Some(bin) => Some((self.heads[bin]?, bin)),
             // SAFETY: forwarded from the caller.
             None => unsafe { self.first_fit(bin_of(size), |_, chunk_size| chunk_size >= size) },
         }
@@ -234,7 +251,7 @@ impl FreeIndex {
                 best = Some((chunk, chunk_size));
             }
             // SAFETY: as above.
-            cursor = unsafe { chunk.next_free() };
+            cursor = Some(unsafe { chunk.next_free() });
         }
         best.map(|(chunk, _)| (chunk, bin))
     }
@@ -260,7 +277,7 @@ impl FreeIndex {
                     return Some((chunk, bin));
                 }
                 // SAFETY: as above.
-                cursor = unsafe { chunk.next_free() };
+                cursor = Some(unsafe { chunk.next_free() });
             }
             bin = self.occupancy.first_at_or_above(bin + 1)?;
         }
@@ -278,7 +295,7 @@ impl FreeIndex {
                 // SAFETY: listed chunks are free chunks with valid headers and links.
                 unsafe {
                     f(chunk, chunk.size());
-                    cursor = chunk.next_free();
+                    cursor = Some(chunk.next_free());
                 }
             }
             next_bin = self.occupancy.first_at_or_above(bin + 1);
@@ -297,7 +314,7 @@ impl FreeIndex {
             // SAFETY: listed chunks are free chunks with valid headers and links.
             unsafe {
                 largest = largest.max(chunk.size());
-                cursor = chunk.next_free();
+                cursor = Some(chunk.next_free());
             }
         }
         Some(largest)
@@ -314,7 +331,7 @@ impl FreeIndex {
     /// `chunk` is a free chunk.
     pub(crate) unsafe fn next_of(&self, chunk: Chunk) -> Option<Chunk> {
         // SAFETY: forwarded from the caller.
-        self.listed(unsafe { chunk.next_free() })
+        self.listed(Some(unsafe { chunk.next_free() }))
     }
 
     /// The chunk before `chunk` in its list (for the checker).
@@ -323,7 +340,7 @@ impl FreeIndex {
     /// `chunk` is a free chunk.
     pub(crate) unsafe fn prev_of(&self, chunk: Chunk) -> Option<Chunk> {
         // SAFETY: forwarded from the caller.
-        self.listed(unsafe { chunk.prev_free() })
+        self.listed(Some(unsafe { chunk.prev_free() }))
     }
 
     /// Whether the bitmap has `bin` marked non-empty (for the checker).
