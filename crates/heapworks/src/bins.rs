@@ -17,8 +17,8 @@
 //!
 //! Invariants: `bin_of` is monotonic in the size; every size in bin `b` is at least
 //! `bin_floor(b)`, every size at least `bin_floor(b + 1)` maps above `b`, so every chunk of a
-//! bin at or above [`ceil_bin_of`]`(size)` holds `size` bytes. The last bin also takes every
-//! size beyond the map (32 GiB and more on 64-bit targets).
+//! bin at or above [`ceil_bin_of`]`(size)` holds `size` bytes. Every `usize` size has a bin of its
+//! own octave (3518 bins on 64-bit targets, 1534 on 32-bit ones), so no size is clamped.
 
 use crate::chunk::{GRANULE_SHIFT, MIN_CHUNK};
 
@@ -30,17 +30,9 @@ const SUB_BINS: usize = 1 << SUB_BITS;
 const MIN_GRANULES: usize = MIN_CHUNK >> GRANULE_SHIFT;
 /// Bins of one granule each: every granule count below two octaves of sub-bins.
 const EXACT_BINS: usize = 2 * SUB_BINS - MIN_GRANULES;
-/// Octave shifts with bins of their own (shift 0 holds the exact bins): chunks below
-/// 2^(SHIFTS + SUB_BITS) granules, 32 GiB on 64-bit targets and 2 GiB on 32-bit ones.
-const SHIFTS: usize = {
-    let addressable = (usize::BITS - GRANULE_SHIFT - SUB_BITS - 1) as usize;
-    let wanted = 31 - SUB_BITS as usize;
-    if addressable < wanted {
-        addressable
-    } else {
-        wanted
-    }
-};
+/// Octave shifts with bins of their own (shift 0 holds the exact bins): enough for every
+/// granule count a `usize` can hold, so no size needs clamping into the map.
+const SHIFTS: usize = (usize::BITS - GRANULE_SHIFT - SUB_BITS) as usize;
 
 /// Total number of bins: the exact ones and `SUB_BINS` for every further shift.
 pub(crate) const BIN_COUNT: usize = EXACT_BINS + (SHIFTS - 1) * SUB_BINS;
@@ -59,22 +51,29 @@ pub(crate) const fn bin_of(size: usize) -> usize {
     // `granules >> shift` is `SUB_BINS + sub` above the first octave, and the granule count
     // itself within or below it.
     let bin = ((shift as usize) << SUB_BITS) + (granules >> shift) - MIN_GRANULES;
-    if bin < BIN_COUNT {
-        bin
-    } else {
-        BIN_COUNT - 1
-    }
+    // SAFETY: the formula is monotonic in the size and gives `BIN_COUNT - 1` for the largest
+    // `usize` (both tested below), so every size's bin is below `BIN_COUNT`. Telling the
+    // compiler spares a bounds check wherever a bin indexes the lists or the bitmap.
+    unsafe { core::hint::assert_unchecked(bin < BIN_COUNT) };
+    bin
 }
 
-/// The lowest bin whose every chunk holds `size` bytes: [`bin_of`]`(size)`, or the bin after
-/// it when `size` is above that bin's floor. A request searched from here never needs to look
-/// at a chunk's size (TLSF's "good fit").
+/// The lowest bin whose every chunk holds `size` bytes (`size >= MIN_CHUNK`, a multiple of
+/// `GRANULE`): the bin after the one of the granule count just below `size`'s, since that bin's
+/// floor is at most the count and the next floor is above it. A request searched from here
+/// never needs to look at a chunk's size (TLSF's "good fit").
 #[inline(always)]
 pub(crate) const fn ceil_bin_of(size: usize) -> usize {
-    let granules = size >> GRANULE_SHIFT;
-    let shift = sub_bin_shift(granules);
-    let below_floor = granules & ((1 << shift) - 1) != 0;
-    bin_of(size) + below_floor as usize
+    let below = (size >> GRANULE_SHIFT) - 1;
+    let shift = sub_bin_shift(below);
+    // `below` may be one granule under the smallest chunk, whose "bin" is then -1: wrapping
+    // arithmetic makes the ceiling bin 0.
+    let bin = (((shift as usize) << SUB_BITS) + (below >> shift))
+        .wrapping_sub(MIN_GRANULES)
+        .wrapping_add(1);
+    // SAFETY: as for `bin_of`, and `size` rounds at most one bin up.
+    unsafe { core::hint::assert_unchecked(bin <= BIN_COUNT) };
+    bin
 }
 
 /// The smallest size (in bytes) that maps to `bin`.
@@ -139,8 +138,9 @@ mod tests {
     }
 
     #[test]
-    fn huge_sizes_land_in_the_last_bin() {
+    fn the_largest_size_lands_in_the_last_bin() {
         assert_eq!(bin_of(usize::MAX & !(GRANULE - 1)), BIN_COUNT - 1);
+        assert_eq!(ceil_bin_of(usize::MAX & !(GRANULE - 1)), BIN_COUNT);
         assert_eq!(bin_of(bin_floor(BIN_COUNT - 1)), BIN_COUNT - 1);
         assert_eq!(bin_of(bin_floor(BIN_COUNT - 1) - GRANULE), BIN_COUNT - 2);
         assert!(bin_of(1 << 30) < BIN_COUNT - 1);

@@ -70,6 +70,8 @@ impl Bitmap {
             return None;
         }
         let found = above.trailing_zeros() as usize;
+        // SAFETY: the summary has bits only for existing words (set only with a bin's bit).
+        unsafe { core::hint::assert_unchecked(found < WORDS) };
         Some(found * BITS + self.words[found].trailing_zeros() as usize)
     }
 

@@ -135,14 +135,31 @@ impl FreeIndex {
     /// `chunk` is a free chunk filed in `bin`.
     #[inline(always)]
     pub(crate) unsafe fn unlink(&mut self, chunk: Chunk, bin: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlink_entry::<false>(chunk, bin) }
+    }
+
+    /// Takes a free chunk out of `bin`'s list; `AT_HEAD` promises it is the list's first chunk,
+    /// which spares choosing the word that points at it and reading the head back.
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk filed in `bin`, and its first chunk if `AT_HEAD`.
+    #[inline(always)]
+    unsafe fn unlink_entry<const AT_HEAD: bool>(&mut self, chunk: Chunk, bin: usize) {
         // SAFETY: `chunk` is listed, so its neighbours are listed chunks or the sink.
-        unsafe {
+        let emptied = unsafe {
             let next = chunk.next_free();
-            let prev = chunk.prev_free();
-            next.set_prev_free(prev);
-            self.link_to(prev, bin).write(next);
-        }
-        let emptied = self.heads[bin] == self.sink;
+            if AT_HEAD {
+                self.heads[bin] = Some(next);
+                next.set_prev_free(self.sink());
+                next == self.sink()
+            } else {
+                let prev = chunk.prev_free();
+                next.set_prev_free(prev);
+                self.link_to(prev, bin).write(next);
+                self.heads[bin] == self.sink
+            }
+        };
         self.occupancy.clear_if(bin, emptied);
     }
 
@@ -182,33 +199,99 @@ impl FreeIndex {
     /// unless `to == from`.
     #[inline(always)]
     pub(crate) unsafe fn refile_in(&mut self, from: Chunk, bin: usize, to: Chunk, new_size: usize) {
-        // SAFETY: forwarded from the caller; `from`'s links are read before `to`'s are written.
-        unsafe {
-            let new_bin = bin_of(new_size);
-            if new_bin != bin {
-                self.unlink(from, bin);
-                self.insert_in(to, new_bin);
-            } else {
-                self.relocate(from, to, bin);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.refile_entry::<false>(from, bin, to, new_size) }
+    }
+
+    /// [`FreeIndex::refile_in`] for `from` at the head of its list (as [`FreeIndex::good_fit`]
+    /// finds it).
+    ///
+    /// # Safety
+    /// As for [`FreeIndex::refile_in`], and `from` is the first chunk of `bin`'s list.
+    #[inline(always)]
+    pub(crate) unsafe fn refile_head(
+        &mut self,
+        from: Chunk,
+        bin: usize,
+        to: Chunk,
+        new_size: usize,
+    ) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.refile_entry::<true>(from, bin, to, new_size) }
+    }
+
+    /// Takes the first chunk of `bin`'s list out.
+    ///
+    /// # Safety
+    /// `chunk` is the first chunk of `bin`'s list.
+    #[inline(always)]
+    pub(crate) unsafe fn unlink_head(&mut self, chunk: Chunk, bin: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.unlink_entry::<true>(chunk, bin) }
+    }
+
+    /// The free chunk `chunk`, filed for `old_size` bytes, now has `new_size` bytes (it grew
+    /// or shrank where it stands): re-filed only if its bin changed.
+    ///
+    /// # Safety
+    /// `chunk` is filed in the bin of `old_size`.
+    #[inline(always)]
+    pub(crate) unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
+        let (old_bin, new_bin) = (bin_of(old_size), bin_of(new_size));
+        if new_bin != old_bin {
+            // SAFETY: forwarded from the caller; the chunk is out of every list when re-filed.
+            unsafe {
+                self.unlink(chunk, old_bin);
+                self.insert_in(chunk, new_bin);
             }
         }
     }
 
-    /// Moves the list entry of `from` (filed in `bin`) to `to` (which may be `from`).
+    /// [`FreeIndex::refile_in`], knowing whether `from` heads its list.
     ///
     /// # Safety
-    /// As for [`FreeIndex::refile_in`].
+    /// As for [`FreeIndex::refile_in`], and `from` heads its list if `AT_HEAD`.
     #[inline(always)]
-    unsafe fn relocate(&mut self, from: Chunk, to: Chunk, bin: usize) {
+    unsafe fn refile_entry<const AT_HEAD: bool>(
+        &mut self,
+        from: Chunk,
+        bin: usize,
+        to: Chunk,
+        new_size: usize,
+    ) {
+        // SAFETY: forwarded from the caller; `from`'s links are read before `to`'s are written.
+        unsafe {
+            let new_bin = bin_of(new_size);
+            if new_bin != bin {
+                self.unlink_entry::<AT_HEAD>(from, bin);
+                self.insert_in(to, new_bin);
+            } else {
+                self.relocate::<AT_HEAD>(from, to, bin);
+            }
+        }
+    }
+
+    /// Moves the list entry of `from` (filed in `bin`, at its head if `AT_HEAD`) to `to`
+    /// (which may be `from`).
+    ///
+    /// # Safety
+    /// As for [`FreeIndex::refile_entry`].
+    #[inline(always)]
+    unsafe fn relocate<const AT_HEAD: bool>(&mut self, from: Chunk, to: Chunk, bin: usize) {
         // SAFETY: `from` is listed, so its neighbours are listed chunks or the sink; its links
         // are read before `to`'s are written.
         unsafe {
             let next = from.next_free();
-            let prev = from.prev_free();
             to.set_next_free(next);
-            to.set_prev_free(prev);
             next.set_prev_free(to);
-            self.link_to(prev, bin).write(to);
+            if AT_HEAD {
+                to.set_prev_free(self.sink());
+                self.heads[bin] = Some(to);
+            } else {
+                let prev = from.prev_free();
+                to.set_prev_free(prev);
+                self.link_to(prev, bin).write(to);
+            }
         }
     }
 
@@ -224,11 +307,19 @@ impl FreeIndex {
                 return Some(best);
             }
         }
-        match self.occupancy.first_at_or_above(ceil_bin_of(size)) {
-            Some(bin) => Some((self.heads[bin]?, bin)),
+        match self.good_fit(size) {
+            Some(found) => Some(found),
             // SAFETY: forwarded from the caller.
             None => unsafe { self.first_fit(bin_of(size), |_, chunk_size| chunk_size >= size) },
         }
+    }
+
+    /// The head of the first non-empty bin whose every chunk holds `size` bytes, and that bin:
+    /// [`FreeIndex::find`] for a request below [`BEST_FIT_FROM`] when a larger chunk exists.
+    #[inline(always)]
+    pub(crate) fn good_fit(&self, size: usize) -> Option<(Chunk, usize)> {
+        let bin = self.occupancy.first_at_or_above(ceil_bin_of(size))?;
+        Some((self.heads[bin]?, bin))
     }
 
     /// The smallest chunk of at least `size` bytes among the first [`BEST_FIT_SCAN`] of the

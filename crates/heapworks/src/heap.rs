@@ -20,7 +20,7 @@ use crate::chunk::{
     chunk_size_for, Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE, SIZE_MASK, WORD,
 };
 use crate::error::{AllocError, Misuse};
-use crate::free_index::FreeIndex;
+use crate::free_index::{FreeIndex, BEST_FIT_FROM};
 use crate::region::RegionRecord;
 use crate::stats::Counters;
 
@@ -89,16 +89,41 @@ impl Heap {
         if layout.align() > GRANULE {
             return self.allocate_aligned(size, layout.align());
         }
+        if size < BEST_FIT_FROM {
+            if let Some((head, bin)) = self.index.good_fit(size) {
+                // SAFETY: `head` is the first chunk of `bin`, a free chunk of at least `size`
+                // bytes.
+                unsafe { return Ok(self.take(head, Filed::Head(head, bin), size)) };
+            }
+        }
+        self.allocate_searched(size)
+    }
+
+    /// Allocation by [`FreeIndex::find`]: a large request's bounded best fit, or the walk of a
+    /// request's own bin when no larger chunk exists.
+    #[inline(never)]
+    fn allocate_searched(&mut self, size: usize) -> Result<NonNull<u8>, AllocError> {
         // SAFETY: the index holds only free chunks of claimed regions.
         let (chunk, bin) = unsafe { self.index.find(size) }.ok_or(AllocError)?;
         // SAFETY: `chunk` is a free chunk filed in `bin`, of at least `size` bytes.
+        unsafe { Ok(self.take(chunk, Filed::Entry(chunk, bin), size)) }
+    }
+
+    /// Allocates `size` bytes at the start of the free chunk `chunk`, which `filed` describes.
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk of at least `size` bytes; `filed` is its index entry.
+    #[inline(always)]
+    unsafe fn take(&mut self, chunk: Chunk, filed: Filed, size: usize) -> NonNull<u8> {
+        // SAFETY: forwarded from the caller: the chunk is a span whose right neighbour is in
+        // use, holding only its own entry.
         unsafe {
             let header = chunk.header();
             let available = header & SIZE_MASK;
-            let taken = self.occupy(chunk, header & PREV_IN_USE, chunk, bin, available, size);
+            let taken = self.occupy_span(chunk, header & PREV_IN_USE, filed, available, size);
             self.counters.grow_in_use(taken);
         }
-        Ok(chunk.payload())
+        chunk.payload()
     }
 
     /// Allocates `size` bytes aligned to `align` (above `GRANULE`): finds a chunk with room for
@@ -137,9 +162,9 @@ impl Heap {
                 (chunk.after(padding), 0)
             };
             let filed = if padding == 0 {
-                Some((chunk, bin))
+                Filed::Entry(chunk, bin)
             } else {
-                None
+                Filed::Nothing
             };
             let taken = self.occupy_span(block, prev_flag, filed, available - padding, size);
             self.counters.grow_in_use(taken);
@@ -148,57 +173,42 @@ impl Heap {
     }
 
     /// Makes the `available` bytes at `block` an allocated block of `needed` bytes, the rest a
-    /// free tail (or part of the block when too small for a chunk). `filed` is the free chunk
-    /// in `bin` that the span consumes: its index entry moves to the tail, or goes.
-    /// Returns the size the block ends up with.
+    /// free tail (or part of the block when too small for a chunk). `filed` is the index entry
+    /// of the free chunk the span consumes, if any: it moves to the tail, or goes. Returns the
+    /// size the block ends up with.
     ///
     /// # Safety
     /// `[block, block + available)` is one span whose right neighbour is in use; the free chunk
-    /// `filed` lies inside it and is filed in `bin`; nothing else in the span is filed;
-    /// `needed <= available`; `prev_flag` is `PREV_IN_USE` or 0 for the chunk before `block`.
-    #[inline(always)]
-    unsafe fn occupy(
-        &mut self,
-        block: Chunk,
-        prev_flag: usize,
-        filed: Chunk,
-        bin: usize,
-        available: usize,
-        needed: usize,
-    ) -> usize {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.occupy_span(block, prev_flag, Some((filed, bin)), available, needed) }
-    }
-
-    /// [`Heap::occupy`] for a span that may hold no filed chunk (`filed == None`).
-    ///
-    /// # Safety
-    /// As for [`Heap::occupy`].
+    /// of `filed` lies inside it; nothing else in the span is filed; `needed <= available`;
+    /// `prev_flag` is `PREV_IN_USE` or 0 for the chunk before `block`.
     #[inline(always)]
     unsafe fn occupy_span(
         &mut self,
         block: Chunk,
         prev_flag: usize,
-        filed: Option<(Chunk, usize)>,
+        filed: Filed,
         available: usize,
         needed: usize,
     ) -> usize {
         let spare = available - needed;
         // SAFETY: the tail lies inside the span; the index entry is moved before the tail's
-        // header and footer are written (see `FreeIndex::refile`).
+        // header and footer are written (see `FreeIndex::refile_in`).
         unsafe {
             if spare >= MIN_CHUNK {
                 let tail = block.after(needed);
                 match filed {
-                    Some((filed, bin)) => self.index.refile_in(filed, bin, tail, spare),
-                    None => self.index.insert(tail, spare),
+                    Filed::Head(head, bin) => self.index.refile_head(head, bin, tail, spare),
+                    Filed::Entry(entry, bin) => self.index.refile_in(entry, bin, tail, spare),
+                    Filed::Nothing => self.index.insert(tail, spare),
                 }
                 tail.write_free(spare, true);
                 block.set_header(needed | prev_flag | IN_USE);
                 needed
             } else {
-                if let Some((filed, bin)) = filed {
-                    self.index.unlink(filed, bin);
+                match filed {
+                    Filed::Head(head, bin) => self.index.unlink_head(head, bin),
+                    Filed::Entry(entry, bin) => self.index.unlink(entry, bin),
+                    Filed::Nothing => {}
                 }
                 block.set_header(available | prev_flag | IN_USE);
                 block.after(available).set_prev_in_use(true);
@@ -287,7 +297,7 @@ impl Heap {
                 if next_is_free {
                     self.index.remove(next, next_size);
                 }
-                self.index.refile(prev, prev_size, prev, prev_size + total);
+                self.index.resize_entry(prev, prev_size, prev_size + total);
                 prev.write_free(prev_size + total, true);
             } else if next_is_free {
                 self.index.refile(next, next_size, chunk, total);
@@ -439,7 +449,13 @@ impl Heap {
             core::ptr::copy(chunk.payload().as_ptr(), prev.payload().as_ptr(), keep);
             // `occupy_span` expects a span that was free, whose right neighbour says so.
             chunk.after(size + next_size).set_prev_in_use(false);
-            let taken = self.occupy_span(prev, prev_header & PREV_IN_USE, None, total, needed);
+            let taken = self.occupy_span(
+                prev,
+                prev_header & PREV_IN_USE,
+                Filed::Nothing,
+                total,
+                needed,
+            );
             self.counters.in_use -= size;
             self.counters.grow_in_use(taken);
             Some(prev.payload())
@@ -536,8 +552,8 @@ impl Heap {
                 return false;
             }
             let prev_flag = chunk.header() & PREV_IN_USE;
-            let bin = bin_of(next_size);
-            let taken = self.occupy(chunk, prev_flag, next, bin, size + next_size, needed);
+            let filed = Filed::Entry(next, bin_of(next_size));
+            let taken = self.occupy_span(chunk, prev_flag, filed, size + next_size, needed);
             self.counters.in_use -= size;
             self.counters.grow_in_use(taken);
         }
@@ -601,6 +617,17 @@ impl Heap {
         }
         Ok(())
     }
+}
+
+/// The index entry of the free chunk that a span being occupied consumes.
+#[derive(Clone, Copy)]
+enum Filed {
+    /// The span holds no filed chunk.
+    Nothing,
+    /// This chunk, filed in this bin.
+    Entry(Chunk, usize),
+    /// This chunk, first in this bin's list.
+    Head(Chunk, usize),
 }
 
 /// The padding to put in front of `chunk`'s payload so it is aligned to `align` (a power of two
