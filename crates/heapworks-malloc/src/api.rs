@@ -1,8 +1,10 @@
 //! The exported C functions: glibc's malloc family plus C23's `free_sized`.
 //!
-//! Invariants: every request is routed by size: up to `SMALL_MAX_REQUEST` bytes through the
-//! calling thread's cache, up to [`LARGE_MIN`] bytes through its medium cache to the central
-//! heap, above that to a page mapping of its own. Blocks tell their kind by the word before them (see [`crate::large`]).
+//! Invariants: every request is routed by size: up to `SLOT_MAX_REQUEST` bytes to a slot (see
+//! [`crate::tiny`]) through the calling thread's cache, up to `SMALL_MAX_REQUEST` bytes through the calling thread's cache, up
+//! to [`LARGE_MIN`] bytes through its medium cache to the central heap, above that to a page
+//! mapping of its own. Tiny slots are told by their address (below [`tiny::end`], which `free`
+//! checks instead of NULL), other blocks by the word before them (see [`crate::large`]).
 //! Failures return NULL with errno `ENOMEM` (impossible sizes, no memory) or `EINVAL` (bad
 //! alignment); `free` never changes errno. Alignment is at least 16 bytes.
 
@@ -15,9 +17,13 @@ use heapworks::GRANULE;
 use crate::central;
 use crate::large;
 use crate::os::{self, PAGE};
-use crate::size_class::{class_of_request, class_of_usable, MAX_CLASS, SMALL_MAX_REQUEST};
+use crate::size_class::{
+    class_of_request, class_of_usable, is_small_request, slot_class_of_request, MAX_CLASS,
+    SMALL_MAX_REQUEST,
+};
 use crate::stats::{bump, COUNTERS};
 use crate::tcache;
+use crate::tiny::{self, SLOT_MAX_REQUEST};
 
 /// The largest request that can succeed (glibc's limit too: `PTRDIFF_MAX`).
 const MAX_REQUEST: usize = isize::MAX as usize;
@@ -34,7 +40,7 @@ const SHRINK_SLACK: usize = 256;
 /// Always safe to call; unsafe only because it is the C ABI entry point.
 #[no_mangle]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
-    if size <= SMALL_MAX_REQUEST {
+    if is_small_request(size) {
         // SAFETY: the class of a small request is a valid class.
         if let Some(block) = unsafe { tcache::pop(class_of_request(size)) } {
             return block.as_ptr().cast();
@@ -47,7 +53,9 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 /// `malloc` reaches it with a tail jump and needs no stack frame of its own.
 #[inline(never)]
 extern "C" fn allocate_slow(size: usize) -> *mut c_void {
-    let block = if size <= SMALL_MAX_REQUEST {
+    let block = if size <= SLOT_MAX_REQUEST {
+        tcache::pop_slot(slot_class_of_request(size))
+    } else if size <= SMALL_MAX_REQUEST {
         tcache::pop_slow(class_of_request(size))
     } else if size <= LARGE_MIN {
         tcache::pop_medium(size).or_else(|| allocate_medium_central(size))
@@ -87,10 +95,43 @@ fn allocate_central(size: usize, align: usize) -> Option<NonNull<u8>> {
 /// `ptr` is NULL or a live block of this allocator, not used after this call.
 #[no_mangle]
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
+    if ptr.addr() < tiny::end() {
+        // SAFETY: forwarded from the caller.
+        return unsafe { free_low(ptr) };
+    }
+    // SAFETY: `ptr` is at least `tiny::end()`, which is at least 1.
+    let block = unsafe { NonNull::new_unchecked(ptr.cast::<u8>()) };
+    // SAFETY: forwarded from the caller.
+    unsafe { free_with_header(block) }
+}
+
+/// `free` of a pointer below [`tiny::end`]: NULL, a tiny slot, or (only if the OS placed one
+/// there) a block with a header.
+///
+/// # Safety
+/// As for [`free`].
+#[inline(never)]
+unsafe extern "C" fn free_low(ptr: *mut c_void) {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         return;
     };
-    // SAFETY: `block` is live (the caller's promise), so it has a header word.
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if tiny::contains(block) {
+            tcache::push_slot(block);
+        } else {
+            free_with_header(block);
+        }
+    }
+}
+
+/// `free` of a block with a header word: a central-heap block or a large one.
+///
+/// # Safety
+/// `block` is a live block of this allocator other than a tiny slot, not used after this call.
+#[inline(always)]
+unsafe fn free_with_header(block: NonNull<u8>) {
+    // SAFETY: `block` is live and not a tiny slot, so it has a header word.
     unsafe {
         if large::is_large(block) {
             return free_large(block);
@@ -175,6 +216,9 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
         }
         return out_of_memory_if_none(block.map(|large| large.ptr));
     }
+    if total <= SLOT_MAX_REQUEST {
+        return calloc_slot(slot_class_of_request(total));
+    }
     // SAFETY: plain allocation.
     let block = unsafe { malloc(total) };
     if !block.is_null() {
@@ -182,6 +226,28 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
         unsafe { block.cast::<u8>().write_bytes(0, total) };
     }
     block
+}
+
+/// `calloc` of at most `SLOT_MAX_REQUEST` bytes: a slot of `slot_class` zeroed whole by one to
+/// three 16-byte stores, not a call to `memset`. (A core block served instead, when no slab can
+/// be had, holds at least as much as the slot.)
+#[inline(always)]
+fn calloc_slot(slot_class: usize) -> *mut c_void {
+    let Some(block) = tcache::pop_slot(slot_class) else {
+        return out_of_memory_if_none(None);
+    };
+    let granules = block.cast::<u128>();
+    // SAFETY: the block is ours, 16-aligned and holds `slot_class` granules.
+    unsafe {
+        granules.write(0);
+        if slot_class >= 2 {
+            granules.add(1).write(0);
+        }
+        if slot_class >= 3 {
+            granules.add(2).write(0);
+        }
+    }
+    block.as_ptr().cast()
 }
 
 /// Resizes a block, in place when it can: heap blocks grow into a free neighbour and shrink by
@@ -206,7 +272,11 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         os::set_errno(libc::ENOMEM);
         return null_mut();
     }
-    // SAFETY: `block` is live (the caller's promise).
+    if tiny::contains(block) {
+        // SAFETY: `block` is a live tiny slot.
+        return unsafe { realloc_tiny(block, size) };
+    }
+    // SAFETY: `block` is live (the caller's promise) and has a header word.
     unsafe {
         if large::is_large(block) {
             realloc_large(block, size)
@@ -214,6 +284,20 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
             realloc_heap_block(block, size)
         }
     }
+}
+
+/// A slot keeps a request that fits it and moves for any other.
+///
+/// # Safety
+/// `block` is a live slot; `0 < size <= MAX_REQUEST`.
+unsafe fn realloc_tiny(block: NonNull<u8>, size: usize) -> *mut c_void {
+    let usable = tiny::slot_bytes(tiny::class_of(block));
+    if size <= usable {
+        bump(&COUNTERS.realloc_in_place);
+        return block.as_ptr().cast();
+    }
+    // SAFETY: the slot holds `usable` bytes.
+    unsafe { move_block(block, usable, size) }
 }
 
 /// # Safety
@@ -413,7 +497,10 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         return 0;
     };
-    // SAFETY: `block` is live (the caller's promise).
+    if tiny::contains(block) {
+        return tiny::slot_bytes(tiny::class_of(block));
+    }
+    // SAFETY: `block` is live (the caller's promise) and has a header word.
     unsafe {
         if large::is_large(block) {
             large::usable_size(block)

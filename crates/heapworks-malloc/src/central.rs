@@ -28,7 +28,7 @@ use heapworks::{Heap, Stats};
 
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
-use crate::size_class::{block_class, CLASS_SLOTS};
+use crate::size_class::CLASS_SLOTS;
 use crate::stats::{add, bump, COUNTERS};
 
 /// Address space reserved at a time; pages cost nothing until committed and touched.
@@ -186,20 +186,19 @@ impl Central {
         true
     }
 
-    /// The number of blocks in the transfer batch that serves `class` (`block_class(class)`'s),
-    /// 0 when it has none.
+    /// The number of blocks in the transfer batch of `class`, 0 when it has none.
     pub(crate) fn batch_len(&self, class: usize) -> u32 {
-        self.transfer[block_class(class)].count
+        self.transfer[class].count
     }
 
-    /// Takes the transfer batch that serves `class`, of `block_bytes`-byte blocks: its
+    /// Takes the transfer batch of `class`, of `block_bytes`-byte blocks: its
     /// null-terminated list and its length.
     pub(crate) fn take_batch(
         &mut self,
         class: usize,
         block_bytes: usize,
     ) -> Option<(NonNull<u8>, u32)> {
-        let slot = &mut self.transfer[block_class(class)];
+        let slot = &mut self.transfer[class];
         let batch = core::mem::replace(slot, Batch::EMPTY);
         self.transfer_bytes -= batch.count as usize * block_bytes;
         NonNull::new(batch.head).map(|head| (head, batch.count))

@@ -1,8 +1,8 @@
 //! Fork safety: every lock is held across `fork`, so the child never inherits one mid-update.
 //!
-//! Invariants: the prepare handler takes the large-cache lock, then the central lock (no other
-//! code ever holds both, so the order cannot deadlock); the parent and child handlers release
-//! them. In the child only the forking thread exists: its cache stays valid, and the caches of
+//! Invariants: the prepare handler takes the large-cache lock, then the central lock, then the
+//! tiny-slab lock (no other code ever holds two of them, so the order cannot deadlock); the
+//! parent and child handlers release them. In the child only the forking thread exists: its cache stays valid, and the caches of
 //! the other threads are simply never used again (their blocks stay allocated in the central
 //! heap, their large slots mapped: a bounded leak, at most the other threads' cache budgets and
 //! one large mapping each).
@@ -19,11 +19,13 @@ pub(crate) fn register() {
 extern "C" fn prepare() {
     crate::large::lock_for_fork();
     crate::central::lock_for_fork();
+    crate::tiny::lock_for_fork();
 }
 
 extern "C" fn release() {
-    // SAFETY: `prepare` took both locks in this thread and no guard exists for them.
+    // SAFETY: `prepare` took the three locks in this thread and no guard exists for them.
     unsafe {
+        crate::tiny::unlock_after_fork();
         crate::central::unlock_after_fork();
         crate::large::unlock_after_fork();
     }

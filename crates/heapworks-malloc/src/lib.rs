@@ -13,6 +13,7 @@
 //! | module | idea |
 //! |---|---|
 //! | [`size_class`] | 63 classes one 16 B granule apart, up to 1 KiB blocks; a block's header names its class |
+//! | [`tiny`] | requests up to 48 B: headerless 16, 32 and 48 B slots in 64 KiB slabs of a reservation of their own; a slot's address names its class |
 //! | [`tcache`] | per-thread lists of free small blocks in initial-exec TLS; no lock, no atomic on the fast paths |
 //! | [`medium`] | per-thread bins of free medium blocks (1 KiB to 256 KiB), exact sizes, bounded bytes |
 //! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`); per-class transfer batches between thread caches |
@@ -25,13 +26,17 @@
 //! | [`config`] | environment settings (`HEAPWORKS_STATS`, `HEAPWORKS_LARGE_CACHE_MIB`, `HEAPWORKS_TCACHE_KIB`) |
 //! | [`stats`] | slow-path counters, printed at exit with `HEAPWORKS_STATS=1` |
 //!
-//! `malloc(n)` for `n <= 1016` pops the head of the calling thread's list for `n`'s class;
-//! `free(p)` reads the word before `p`: if it carries `heapworks::EMBEDDER_TAG` the block is a
-//! large mapping, otherwise it is the core's header, whose size gives the class, and the block
-//! is pushed on the calling thread's list (whichever thread allocated it). Full lists grow
+//! `malloc(n)` for `48 < n <= 1016` pops the head of the calling thread's list for `n`'s class,
+//! and for `n <= 48` the head of its list of `n`'s slot class (16, 32 or 48 B slots with no
+//! header). `free(p)` first compares `p` with the end of the slots' reservation, which lies
+//! below every other mapping: below it are NULL and the slots (whose class the address gives);
+//! otherwise it reads the word before `p`: if it carries `heapworks::EMBEDDER_TAG` the block is
+//! a large mapping, otherwise it is the core's header, whose size gives the class. Either way
+//! the block is pushed on the calling thread's list (whichever thread allocated it). Full lists grow
 //! within a per-thread budget or send half back to the central heap, left linked as the
 //! class's transfer batch if the heap has room (at most 256 KiB of them in all); empty lists
-//! take that batch whole, or a batch of fresh blocks. A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
+//! take that batch whole, or a batch of fresh blocks. Slot lists trade with the slabs the same
+//! way, under the slabs' own lock. A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
 //! the thread's medium bins, which freed medium blocks join (within an eighth of the thread's
 //! budget), then go to the central heap under its lock, as aligned ones do; `realloc` grows
 //! heap blocks into a free neighbour in place and shrinks them by splitting. A freed large
@@ -44,7 +49,8 @@
 //! longer than needed is cut down to size. Inside the central heap's segments, after every
 //! 64 MiB freed, the whole pages of free chunks' unused spans of at least 256 KiB are discarded
 //! with `madvise(MADV_DONTNEED)` (the core names them with
-//! `Heap::for_each_unused_span`).
+//! `Heap::for_each_unused_span`). A slab whose slots all come back is kept for reuse if fewer
+//! than four others of its class are, else its pages are discarded the same way.
 //!
 //! The shipped library is built with cargo's `malloc` profile (release with
 //! `panic = "abort"`: `cargo build --profile malloc -p heapworks-malloc`, giving
@@ -74,6 +80,7 @@ mod panic;
 mod size_class;
 mod stats;
 mod tcache;
+mod tiny;
 
 pub use api::{
     aligned_alloc, calloc, free, free_aligned_sized, free_sized, malloc, malloc_usable_size,

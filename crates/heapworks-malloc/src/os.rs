@@ -30,6 +30,28 @@ fn mapping(len: usize, protection: libc::c_int) -> Option<NonNull<u8>> {
     }
 }
 
+/// Reserves `len` bytes (whole pages) of address space at exactly `addr` (page-aligned), as
+/// [`reserve`] does, unless anything is mapped there: `MAP_FIXED_NOREPLACE` never replaces a
+/// mapping, and a kernel older than 4.17, which takes the address as a hint only, is caught
+/// by the check.
+pub(crate) fn reserve_at(addr: usize, len: usize) -> Option<NonNull<u8>> {
+    let flags =
+        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
+    let hint = core::ptr::without_provenance_mut(addr);
+    // SAFETY: NOREPLACE fails rather than touch an existing mapping.
+    let got = unsafe { libc::mmap(hint, len, libc::PROT_NONE, flags, -1, 0) };
+    if got == libc::MAP_FAILED {
+        return None;
+    }
+    let got = NonNull::new(got.cast::<u8>())?;
+    if got.as_ptr().addr() != addr {
+        // SAFETY: the mapping was just made elsewhere and nothing uses it.
+        unsafe { unmap(got, len) };
+        return None;
+    }
+    Some(got)
+}
+
 /// Maps `len` bytes (whole pages) of zeroed, readable and writable memory.
 pub(crate) fn map(len: usize) -> Option<NonNull<u8>> {
     mapping(len, libc::PROT_READ | libc::PROT_WRITE)

@@ -1,28 +1,66 @@
 //! Size classes: which requests the thread caches serve, and which cache list a block joins.
 //!
 //! Invariants: classes are one granule apart, like the core's chunk sizes, so a freed block's
-//! usable size names its class with one shift and no table. A block on class `c`'s list can hold
-//! `request_of_class(c) = c * GRANULE - WORD` bytes or more, and a request of
-//! `n <= SMALL_MAX_REQUEST` bytes maps to the smallest class whose blocks all hold `n`.
+//! usable size names its class with one shift and no table. A block on class `c`'s list can
+//! hold `request_of_class(c) = c * GRANULE - WORD` bytes or more, and a request of
+//! `SLOT_MAX_REQUEST < n <= SMALL_MAX_REQUEST` bytes maps to the smallest class whose blocks all
+//! hold `n`. Requests of at most `SLOT_MAX_REQUEST` bytes take headerless slots instead (see
+//! [`crate::tiny`]), whose lists follow the classes' in the thread caches: slot class `k`'s
+//! list is `slot_list(k) = MAX_CLASS + k`.
 
 use heapworks::GRANULE;
 
+use crate::tiny::{slot_bytes, SLOT_CLASSES, SLOT_MAX_REQUEST};
+
 const WORD: usize = core::mem::size_of::<usize>();
 
-/// The class of requests of at most 8 bytes. The core has no one-granule blocks, so its list
-/// holds two-granule blocks taken from [`MIN_CLASS`]'s list or the central heap; frees never
-/// reach it (a freed two-granule block joins `MIN_CLASS`). Keeping it saves `malloc` a `max`.
-pub(crate) const TINY_CLASS: usize = 1;
-/// The smallest class a freed block joins: two granules, the core's smallest block.
+/// The smallest class of core blocks: two granules, the core's smallest chunk.
 pub(crate) const MIN_CLASS: usize = 2;
 /// The largest class the thread caches keep (1 KiB blocks).
 pub(crate) const MAX_CLASS: usize = 64;
 /// Entries in a per-class table indexed by class (entries below `MIN_CLASS` are unused).
 pub(crate) const CLASS_SLOTS: usize = MAX_CLASS + 1;
+/// The thread caches' lists: one per class (indexed by class), then one per slot class.
+pub(crate) const LISTS: usize = CLASS_SLOTS + SLOT_CLASSES;
 /// The largest request the thread caches serve.
 pub(crate) const SMALL_MAX_REQUEST: usize = MAX_CLASS * GRANULE - WORD;
 
-/// The class serving a request of `bytes <= SMALL_MAX_REQUEST` (`TINY_CLASS` up to 8 bytes).
+/// Whether a request of `bytes` is served by a class of core blocks through the thread caches:
+/// above `SLOT_MAX_REQUEST` and at most `SMALL_MAX_REQUEST` (one comparison).
+#[inline(always)]
+pub(crate) fn is_small_request(bytes: usize) -> bool {
+    bytes.wrapping_sub(SLOT_MAX_REQUEST + 1) < SMALL_MAX_REQUEST - SLOT_MAX_REQUEST
+}
+
+/// The slot class (see [`crate::tiny`]) serving a request of `bytes <= SLOT_MAX_REQUEST`.
+#[inline(always)]
+pub(crate) fn slot_class_of_request(bytes: usize) -> usize {
+    bytes.div_ceil(GRANULE).max(1)
+}
+
+/// The thread-cache list of slot class `slot_class`.
+#[inline(always)]
+pub(crate) const fn slot_list(slot_class: usize) -> usize {
+    MAX_CLASS + slot_class
+}
+
+/// Whether thread-cache list `list` holds slots rather than core blocks.
+#[inline(always)]
+pub(crate) const fn is_slot_list(list: usize) -> bool {
+    list > MAX_CLASS
+}
+
+/// The bytes of a block on thread-cache list `list`.
+pub(crate) const fn list_block_bytes(list: usize) -> usize {
+    if is_slot_list(list) {
+        slot_bytes(list - MAX_CLASS)
+    } else {
+        list * GRANULE
+    }
+}
+
+/// The class of core blocks serving a request of `bytes <= SMALL_MAX_REQUEST` (for at most 8
+/// bytes, 1: callers raise it to `MIN_CLASS`).
 #[inline(always)]
 pub(crate) fn class_of_request(bytes: usize) -> usize {
     (bytes + WORD).div_ceil(GRANULE)
@@ -37,13 +75,4 @@ pub(crate) fn class_of_usable(usable: usize) -> usize {
 /// The request that fills a block of class `class` exactly.
 pub(crate) const fn request_of_class(class: usize) -> usize {
     class * GRANULE - WORD
-}
-
-/// The class whose blocks a class's list holds: its own, but `MIN_CLASS` for `TINY_CLASS`.
-pub(crate) const fn block_class(class: usize) -> usize {
-    if class < MIN_CLASS {
-        MIN_CLASS
-    } else {
-        class
-    }
 }

@@ -42,6 +42,10 @@ pub(crate) struct Counters {
     pub(crate) large_remaps: AtomicUsize,
     /// Large mappings returned to the OS.
     pub(crate) large_unmaps: AtomicUsize,
+    /// Tiny slabs started in new address space.
+    pub(crate) tiny_slabs: AtomicUsize,
+    /// Empty tiny slabs whose pages were given back to the OS.
+    pub(crate) tiny_discards: AtomicUsize,
     /// Reallocations that stayed in place.
     pub(crate) realloc_in_place: AtomicUsize,
     /// Reallocations that moved the block.
@@ -66,6 +70,8 @@ pub(crate) static COUNTERS: Counters = Counters {
     large_reused: AtomicUsize::new(0),
     large_remaps: AtomicUsize::new(0),
     large_unmaps: AtomicUsize::new(0),
+    tiny_slabs: AtomicUsize::new(0),
+    tiny_discards: AtomicUsize::new(0),
     realloc_in_place: AtomicUsize::new(0),
     realloc_moved: AtomicUsize::new(0),
 };
@@ -171,6 +177,12 @@ fn write_report(out: &mut StackText) -> fmt::Result {
         get(&c.large_reused),
         get(&c.large_remaps),
         get(&c.large_unmaps)
+    )?;
+    writeln!(
+        out,
+        "  tiny slabs: {} started, {} emptied and given back (64 KiB slabs of 16, 32 or 48 B slots)",
+        get(&c.tiny_slabs),
+        get(&c.tiny_discards)
     )?;
     writeln!(
         out,

@@ -1,7 +1,8 @@
 //! Thread caches: per-thread lists of free small blocks in initial-exec TLS.
 //!
-//! Each thread owns one [`ThreadCache`] in static TLS: for every size class a singly linked
-//! list of blocks (the link is the block's first word), the room left on it, and its limit.
+//! Each thread owns one [`ThreadCache`] in static TLS: for every size class and every slot
+//! class (see [`crate::tiny`]) a singly linked list of blocks (the link is the block's first
+//! word), the room left on it, and its limit.
 //! `malloc` pops and `free` pushes without a lock or an atomic; an empty list is refilled with a
 //! batch from the central heap under its lock, and a full one either grows its limit (within the
 //! thread's byte budget, `HEAPWORKS_TCACHE_KIB`) or sends half its blocks back. A block freed by
@@ -10,19 +11,23 @@
 //! linked, as its class's transfer batch when the central heap has room for it, and a refill
 //! takes such a batch whole (growing the list's limit to hold it, within the budget): blocks
 //! one thread frees reach a thread that allocates them a batch per lock (see [`central`]).
+//! Slot lists refill from and flush to the slabs instead, under their lock; when no slab can be
+//! had, a slot request takes a core block of the class that holds as much.
 //!
 //! The cache also holds the thread's medium blocks ([`MediumCache`], an eighth of the budget) and
 //! its most recently freed large mapping ([`LargeSlot`]); their modules say how they work.
 //!
 //! Invariants:
-//! - For every class `c`: `room + length of the list == limit`, and every block on the list
-//!   holds `request_of_class(c)` bytes.
+//! - For every list: `room + length of the list == limit`; every block on class `c`'s list is
+//!   a central-heap block that holds `request_of_class(c)` bytes, every block on slot class
+//!   `k`'s list a slot of that class. (A central-heap block never joins a slot list, nor a slot
+//!   a class's list: lists below `MIN_CLASS` are unused.)
 //! - The cache starts zeroed (`Uninit`: every list empty, every room 0, no medium cache, the
 //!   large slot empty), so the fast paths fall into the slow paths, which set it up; `Dead`
 //!   (after the thread's exit destructor) keeps them all so for good, and the slow paths then
 //!   use the central heap and the shared large cache directly.
-//! - The TLS block stays about 1 KiB, which a library loaded with `dlopen` can still get: the
-//!   medium cache lives in the central heap, behind a pointer.
+//! - The TLS block stays about 1.1 KiB, which a library loaded with `dlopen` can still get:
+//!   the medium cache lives in the central heap, behind a pointer.
 //! - `limit * block size` summed over the classes never exceeds the thread's budget less the
 //!   medium cache's share.
 //!
@@ -40,9 +45,11 @@ use crate::config;
 use crate::large::{self, LargeSlot};
 use crate::medium::MediumCache;
 use crate::size_class::{
-    block_class, request_of_class, CLASS_SLOTS, MAX_CLASS, MIN_CLASS, TINY_CLASS,
+    class_of_request, is_slot_list, list_block_bytes, request_of_class, slot_list, LISTS,
+    MAX_CLASS, MIN_CLASS,
 };
 use crate::stats::{bump, COUNTERS};
+use crate::tiny;
 
 /// Blocks a list may hold at first, by bytes (at least 2, at most 32 blocks).
 const INITIAL_LIST_BYTES: usize = 2048;
@@ -54,7 +61,7 @@ const MAX_REFILL: u32 = 64;
 /// The medium cache gets this fraction of the thread's budget, the small lists the rest.
 const MEDIUM_BUDGET_DIVISOR: usize = 8;
 
-/// One class's list.
+/// One list: a class's, or a slot class's.
 #[repr(C)]
 struct Bin {
     head: *mut u8,
@@ -76,7 +83,8 @@ enum State {
 /// A thread's cache. Lives in TLS; all zeroes is the `Uninit` state.
 #[repr(C)]
 pub(crate) struct ThreadCache {
-    bins: [Bin; CLASS_SLOTS],
+    /// Indexed by class (below `MIN_CLASS`: unused), then the slot classes' lists.
+    bins: [Bin; LISTS],
     /// Bytes of budget not yet promised to any list's limit.
     budget_left: usize,
     state: State,
@@ -116,20 +124,20 @@ fn current() -> *mut ThreadCache {
     cache
 }
 
-/// The list of `class` in the calling thread's cache.
+/// List `class` (a class, or `slot_list` of a slot class) in the calling thread's cache.
 ///
 /// # Safety
-/// `class <= MAX_CLASS`.
+/// `class < LISTS`.
 #[inline(always)]
 unsafe fn bin(class: usize) -> *mut Bin {
     // SAFETY: `class` indexes `bins` (the caller's promise); the cache is this thread's.
     unsafe { (&raw mut (*current()).bins).cast::<Bin>().add(class) }
 }
 
-/// Pops a block of `class` from the calling thread's cache (the fast path of `malloc`).
+/// Pops a block from list `class` of the calling thread's cache (the fast path of `malloc`).
 ///
 /// # Safety
-/// `TINY_CLASS <= class <= MAX_CLASS`.
+/// `MIN_CLASS <= class < LISTS`.
 #[inline(always)]
 pub(crate) unsafe fn pop(class: usize) -> Option<NonNull<u8>> {
     // SAFETY: the list belongs to this thread; its blocks are free-listed, so their first word
@@ -147,16 +155,19 @@ pub(crate) unsafe fn pop(class: usize) -> Option<NonNull<u8>> {
 /// `free`). Returns whether it did.
 ///
 /// # Safety
-/// `MIN_CLASS <= class <= MAX_CLASS`, and `block` is a live central-heap block of class `class`
-/// that the caller gives up.
+/// `MIN_CLASS <= class < LISTS`, and `block` is a live block of list `class` (a slot of its
+/// class for a slot list, else a central-heap block of `class`) that the caller gives up.
 #[inline(always)]
 pub(crate) unsafe fn push(block: NonNull<u8>, class: usize) -> bool {
     // SAFETY: the list belongs to this thread; the block is ours to link.
     unsafe {
         let bin = bin(class);
-        let Some(room) = (*bin).room.checked_sub(1) else {
+        // Rooms are far below 2^31, so the sign of the decrement says whether there was room
+        // (a decrement and a sign branch: one instruction fewer than a zero test).
+        let room = (*bin).room.wrapping_sub(1);
+        if (room as i32) < 0 {
             return false;
-        };
+        }
         (*bin).room = room;
         block.cast::<*mut u8>().write((*bin).head);
         (*bin).head = block.as_ptr();
@@ -187,35 +198,46 @@ pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
     // SAFETY: the cache is this thread's and live; `class` is a valid class (callers map
     // requests).
     unsafe {
-        if class != TINY_CLASS || !move_to_tiny(bin(TINY_CLASS), bin(MIN_CLASS)) {
-            refill(cache, class)?;
-        }
+        refill(cache, class)?;
         pop(class)
     }
 }
 
-/// Moves up to half of the `MIN_CLASS` list to the empty `TINY_CLASS` list (blocks freed after
-/// tiny requests come back on `MIN_CLASS`). Returns whether it moved any.
-///
-/// # Safety
-/// `tiny` and `small` are the calling thread's live lists of those classes, `tiny` empty.
-unsafe fn move_to_tiny(tiny: *mut Bin, small: *mut Bin) -> bool {
-    // SAFETY: both lists are this thread's; blocks are linked through their first word.
-    unsafe {
-        let wanted = ((*tiny).room / 2).max(1);
-        let mut moved = 0;
-        while moved < wanted {
-            let Some(block) = NonNull::new((*small).head) else {
-                break;
-            };
-            (*small).head = block.cast::<*mut u8>().read();
-            block.cast::<*mut u8>().write((*tiny).head);
-            (*tiny).head = block.as_ptr();
-            moved += 1;
+/// Takes a slot of `slot_class` from the calling thread's list of it, refilled from the slabs;
+/// a core block that holds as much when no slab can be had.
+#[inline(always)]
+pub(crate) fn pop_slot(slot_class: usize) -> Option<NonNull<u8>> {
+    // SAFETY: a slot class's list is a valid list.
+    match unsafe { pop(slot_list(slot_class)) } {
+        Some(slot) => Some(slot),
+        None => pop_slot_slow(slot_class),
+    }
+}
+
+#[inline(never)]
+fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
+    let fallback = class_of_request(tiny::slot_bytes(slot_class)).max(MIN_CLASS);
+    if live_cache().is_none() {
+        let (slot, taken) = tiny::lock().take(slot_class, 1, core::ptr::null_mut());
+        if taken == 0 {
+            return allocate_direct(fallback);
         }
-        (*small).room += moved;
-        (*tiny).room -= moved;
-        moved > 0
+        bump(&COUNTERS.central_direct);
+        return NonNull::new(slot);
+    }
+    let list = slot_list(slot_class);
+    // SAFETY: the cache is this thread's and live; the lists are valid.
+    unsafe {
+        let bin = bin(list);
+        let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
+        bump(&COUNTERS.refills);
+        let (head, taken) = tiny::lock().take(slot_class, wanted, (*bin).head);
+        (*bin).head = head;
+        (*bin).room -= taken;
+        if taken > 0 {
+            return pop(list);
+        }
+        pop(fallback).or_else(|| pop_slow(fallback))
     }
 }
 
@@ -228,13 +250,43 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
     // SAFETY: the cache is this thread's; the block is the caller's to give up.
     unsafe {
         let Some(cache) = live_cache() else {
-            return central::lock().free(block);
+            return release_one(block, class);
         };
         if push(block, class) {
             return;
         }
         make_room(cache, class);
         if !push(block, class) {
+            release_one(block, class);
+        }
+    }
+}
+
+/// `free` of a slot (a pointer [`tiny::contains`]).
+///
+/// # Safety
+/// `slot` is a live slot that the caller gives up.
+#[inline(always)]
+pub(crate) unsafe fn push_slot(slot: NonNull<u8>) {
+    let list = slot_list(tiny::class_of(slot));
+    // SAFETY: forwarded from the caller; the slot's class names its list.
+    unsafe {
+        if !push(slot, list) {
+            push_slow(slot, list);
+        }
+    }
+}
+
+/// Gives one block of list `class` back to the slabs or the central heap, bypassing the cache.
+///
+/// # Safety
+/// As for [`push`].
+unsafe fn release_one(block: NonNull<u8>, class: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if is_slot_list(class) {
+            tiny::lock().give_back_one(block);
+        } else {
             central::lock().free(block);
         }
     }
@@ -332,7 +384,7 @@ unsafe fn start(cache: *mut ThreadCache) {
         (*cache).medium = MediumCache::create(&mut central::lock(), medium_budget)
             .map_or(core::ptr::null_mut(), NonNull::as_ptr);
         let mut budget = config::thread_cache_bytes() - medium_budget;
-        for class in TINY_CLASS..=MAX_CLASS {
+        for class in MIN_CLASS..LISTS {
             let limit = initial_limit(class);
             let bin = bin(class);
             (*bin).limit = limit;
@@ -357,7 +409,7 @@ fn max_limit(class: usize) -> u32 {
 }
 
 fn block_bytes(class: usize) -> usize {
-    block_class(class) * heapworks::GRANULE
+    list_block_bytes(class)
 }
 
 fn list_bytes(class: usize, blocks: u32) -> usize {
@@ -464,9 +516,13 @@ unsafe fn flush(class: usize, count: u32) {
         (*bin).head = last.cast::<*mut u8>().read();
         last.cast::<*mut u8>().write(core::ptr::null_mut());
         (*bin).room += cut;
-        let mut central = central::lock();
-        if !central.offer_batch(class, first, cut, block_bytes(class)) {
-            release_list(&mut central, &mut first.as_ptr(), cut);
+        if is_slot_list(class) {
+            tiny::lock().give_back(first.as_ptr(), cut);
+        } else {
+            let mut central = central::lock();
+            if !central.offer_batch(class, first, cut, block_bytes(class)) {
+                release_list(&mut central, &mut first.as_ptr(), cut);
+            }
         }
     }
     bump(&COUNTERS.flushes);
@@ -502,8 +558,17 @@ fn retire() {
             return;
         }
         (*cache).state = State::Dead;
+        let mut slabs = tiny::lock();
+        for class in slot_list(1)..LISTS {
+            let bin = bin(class);
+            slabs.give_back((*bin).head, u32::MAX);
+            (*bin).head = core::ptr::null_mut();
+            (*bin).room = 0;
+            (*bin).limit = 0;
+        }
+        drop(slabs);
         let mut central = central::lock();
-        for class in TINY_CLASS..=MAX_CLASS {
+        for class in MIN_CLASS..=MAX_CLASS {
             let bin = bin(class);
             release_list(&mut central, &mut (*bin).head, u32::MAX);
             (*bin).room = 0;

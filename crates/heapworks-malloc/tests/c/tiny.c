@@ -1,0 +1,151 @@
+/* Tiny blocks (requests of at most 48 bytes, served by headerless slots), for tests/tiny.rs
+ * (run with the library preloaded and HEAPWORKS_STATS=1, whose report the test reads).
+ *
+ *   tiny shape    every size 0 to 48: 16-byte alignment, usable size (the slot's), blocks that
+ *                 do not overlap, realloc within the slot and out of it, calloc of dirty slots
+ *   tiny threads  one thread allocates, another frees (and exits); a forked child allocates and
+ *                 frees the parent's blocks
+ *   tiny reuse    1.6 million blocks allocated and freed twice; prints `rss <KiB> <KiB> <KiB>`
+ *                 (resident after the first round's allocations, after its frees, at exit)
+ * Prints `<mode>: ok` and exits 0, or exits 1 at the first failed check. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define CHECK(cond)                                                                   \
+    do {                                                                              \
+        if (!(cond)) {                                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+            exit(1);                                                                  \
+        }                                                                             \
+    } while (0)
+
+#define PER_SIZE 2000
+#define HANDED 200000
+#define REUSE 1600000
+
+static size_t slot_of(size_t n) { return n <= 16 ? 16 : (n + 15) / 16 * 16; }
+
+static void shape(void) {
+    static unsigned char *blocks[PER_SIZE];
+    for (size_t n = 0; n <= 48; n++) {
+        for (int i = 0; i < PER_SIZE; i++) {
+            unsigned char *p = malloc(n);
+            CHECK(p != NULL);
+            CHECK((uintptr_t)p % 16 == 0);
+            CHECK(malloc_usable_size(p) == slot_of(n));
+            memset(p, (int)(i & 0xff), slot_of(n));
+            blocks[i] = p;
+        }
+        for (int i = 0; i < PER_SIZE; i++)
+            for (size_t k = 0; k < slot_of(n); k++) CHECK(blocks[i][k] == (unsigned char)(i & 0xff));
+        for (int i = 0; i < PER_SIZE; i++) free(blocks[i]);
+    }
+    /* realloc keeps a block within its slot and moves it, contents kept, beyond. */
+    unsigned char *p = malloc(10);
+    memcpy(p, "0123456789", 10);
+    CHECK(realloc(p, 16) == p);
+    unsigned char *q = realloc(p, 40);
+    CHECK(q != NULL && q != p && memcmp(q, "0123456789", 10) == 0);
+    CHECK(malloc_usable_size(q) == 48);
+    unsigned char *r = realloc(q, 1000);
+    CHECK(r != NULL && memcmp(r, "0123456789", 10) == 0);
+    unsigned char *s = realloc(r, 20);
+    CHECK(s != NULL && memcmp(s, "0123456789", 10) == 0);
+    free(s);
+    /* calloc hands out slots just freed dirty, zeroed. */
+    for (size_t n = 1; n <= 48; n++) {
+        for (int i = 0; i < 64; i++) {
+            blocks[i] = malloc(n);
+            memset(blocks[i], 0xff, slot_of(n));
+        }
+        for (int i = 0; i < 64; i++) free(blocks[i]);
+        for (int i = 0; i < 64; i++) {
+            unsigned char *z = calloc(1, n);
+            CHECK(z != NULL && (uintptr_t)z % 16 == 0);
+            for (size_t k = 0; k < n; k++) CHECK(z[k] == 0);
+            blocks[i] = z;
+        }
+        for (int i = 0; i < 64; i++) free(blocks[i]);
+    }
+    free(NULL);
+}
+
+static unsigned char *handed[HANDED];
+
+static void *free_handed(void *unused) {
+    (void)unused;
+    for (int i = 0; i < HANDED; i++) {
+        CHECK(handed[i][0] == (unsigned char)i);
+        free(handed[i]);
+    }
+    return NULL;
+}
+
+static void threads(void) {
+    for (int i = 0; i < HANDED; i++) {
+        handed[i] = malloc((size_t)(i % 48) + 1);
+        handed[i][0] = (unsigned char)i;
+    }
+    pthread_t freer;
+    CHECK(pthread_create(&freer, NULL, free_handed, NULL) == 0);
+    CHECK(pthread_join(freer, NULL) == 0);
+    /* The slots the other thread freed serve this one again. */
+    for (int i = 0; i < HANDED; i++) {
+        handed[i] = malloc((size_t)(i % 48) + 1);
+        handed[i][0] = (unsigned char)i;
+    }
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        for (int i = 0; i < HANDED; i++) {
+            CHECK(handed[i][0] == (unsigned char)i);
+            free(handed[i]);
+            handed[i] = malloc(8);
+        }
+        for (int i = 0; i < HANDED; i++) free(handed[i]);
+        _exit(0);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (int i = 0; i < HANDED; i++) free(handed[i]);
+}
+
+static long resident_kib(void) {
+    long pages = 0, resident = 0;
+    FILE *statm = fopen("/proc/self/statm", "r");
+    CHECK(statm != NULL && fscanf(statm, "%ld %ld", &pages, &resident) == 2);
+    fclose(statm);
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void reuse(void) {
+    static void *blocks[REUSE];
+    long peak = 0, after_free = 0;
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < REUSE; i++) {
+            blocks[i] = malloc(16);
+            memset(blocks[i], 1, 16);
+        }
+        if (round == 0) peak = resident_kib();
+        for (int i = 0; i < REUSE; i++) free(blocks[i]);
+        if (round == 0) after_free = resident_kib();
+    }
+    printf("rss %ld %ld %ld\n", peak, after_free, resident_kib());
+}
+
+int main(int argc, char **argv) {
+    if (argc != 2) return 2;
+    if (!strcmp(argv[1], "shape")) shape();
+    else if (!strcmp(argv[1], "threads")) threads();
+    else if (!strcmp(argv[1], "reuse")) reuse();
+    else return 2;
+    printf("%s: ok\n", argv[1]);
+    return 0;
+}

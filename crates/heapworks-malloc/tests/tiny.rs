@@ -1,0 +1,59 @@
+//! Tiny blocks, the headerless slots of requests up to 48 bytes (tests/c/tiny.c): alignment,
+//! usable sizes, realloc and calloc; frees from another thread and from a forked child; slabs
+//! that empty go back to the OS and serve later requests.
+
+mod common;
+
+use common::{assert_success, compile, run_preloaded, stat_numbers, Linkage};
+use std::process::{Command, Output};
+
+fn run(mode: &str) -> Output {
+    let binary = compile("tiny.c", "cc", Linkage::Plain);
+    let output = run_preloaded(Command::new(&binary).arg(mode));
+    assert_success(&output, mode);
+    assert!(String::from_utf8_lossy(&output.stdout).contains(&format!("{mode}: ok")));
+    output
+}
+
+#[test]
+fn slots_are_aligned_sized_and_zeroed() {
+    let output = run("shape");
+    let started = stat_numbers(&output, "tiny slabs:")[0];
+    assert!(
+        started >= 3,
+        "{started} slabs: the slots did not serve every class"
+    );
+}
+
+#[test]
+fn slots_freed_by_other_threads_and_forked_children_are_reused() {
+    let output = run("threads");
+    // 200 000 blocks of 1 to 48 B need about 100 slabs; the second round reuses them.
+    let started = stat_numbers(&output, "tiny slabs:")[0];
+    assert!(started < 150, "{started} slabs started");
+}
+
+#[test]
+fn emptied_slabs_go_back_and_serve_again() {
+    let output = run("reuse");
+    // 1.6 million blocks of 16 B: 391 slabs (25 MiB). Freed, all but a few go back to the OS;
+    // the second round takes them again instead of new ones.
+    let slabs = stat_numbers(&output, "tiny slabs:");
+    let (started, given_back) = (slabs[0], slabs[1]);
+    assert!(started < 400, "{started} slabs started");
+    assert!(given_back > 700, "{given_back} slabs given back");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let rss: Vec<usize> = stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("rss "))
+        .expect("an rss line")
+        .split_whitespace()
+        .map(|number| number.parse().unwrap())
+        .collect();
+    let (peak, after_free, at_exit) = (rss[0], rss[1], rss[2]);
+    assert!(peak > 24 << 10, "peak RSS {peak} KiB");
+    assert!(
+        after_free < peak - (20 << 10) && at_exit < peak - (20 << 10),
+        "RSS after the frees {after_free} KiB, at exit {at_exit} KiB, peak {peak} KiB"
+    );
+}
