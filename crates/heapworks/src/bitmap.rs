@@ -44,8 +44,11 @@ impl Bitmap {
     pub(crate) fn clear_if(&mut self, bin: usize, emptied: bool) {
         let word = &mut self.words[bin / BITS];
         *word &= !(u64::from(emptied) << (bin % BITS));
-        // Without a branch: the summary bit goes only when the word emptied.
-        self.summary &= !(u64::from(*word == 0) << (bin / BITS));
+        // A branch, but a predictable one: a word spans a whole octave of bins, and a heap
+        // seldom empties one.
+        if *word == 0 {
+            self.summary &= !(1 << (bin / BITS));
+        }
     }
 
     #[inline(always)]
