@@ -35,8 +35,12 @@ impl Bitmap {
 
     #[inline(always)]
     pub(crate) fn set(&mut self, bin: usize) {
-        self.words[bin / BITS] |= 1 << (bin % BITS);
-        self.summary |= 1 << (bin / BITS);
+        let word = &mut self.words[bin / BITS];
+        // As in `clear_if`, a predictable branch: words seldom go from empty to non-empty.
+        if *word == 0 {
+            self.summary |= 1 << (bin / BITS);
+        }
+        *word |= 1 << (bin % BITS);
     }
 
     /// Clears `bin`'s bit when `emptied`, without a branch.
