@@ -217,17 +217,21 @@ pub(crate) fn pop_slot(slot_class: usize) -> Option<NonNull<u8>> {
 #[inline(never)]
 fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
     let fallback = class_of_request(tiny::slot_bytes(slot_class)).max(MIN_CLASS);
-    if live_cache().is_none() {
+    let Some(cache) = live_cache() else {
         let (slot, taken) = tiny::lock().take(slot_class, 1, core::ptr::null_mut());
         if taken == 0 {
             return allocate_direct(fallback);
         }
         bump(&COUNTERS.central_direct);
         return NonNull::new(slot);
-    }
+    };
     let list = slot_list(slot_class);
     // SAFETY: the cache is this thread's and live; the lists are valid.
     unsafe {
+        // A slot list that ran empty grows (within the budget) and so takes a larger batch
+        // next time: slots cost the slabs little to hand out and take back, so a thread that
+        // allocates many takes the lock once per up to `MAX_REFILL` of them.
+        grow_limit(cache, list);
         let bin = bin(list);
         let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
         bump(&COUNTERS.refills);
