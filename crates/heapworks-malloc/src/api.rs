@@ -18,7 +18,7 @@ use crate::central;
 use crate::large;
 use crate::os::{self, PAGE};
 use crate::size_class::{
-    class_of_request, class_of_usable, is_small_request, slot_class_of_request, MAX_CLASS,
+    class_of_request, class_of_usable, list_offset_of_request, slot_class_of_request, MAX_CLASS,
     SMALL_MAX_REQUEST,
 };
 use crate::stats::{bump, COUNTERS};
@@ -40,9 +40,9 @@ const SHRINK_SLACK: usize = 256;
 /// Always safe to call; unsafe only because it is the C ABI entry point.
 #[no_mangle]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
-    if is_small_request(size) {
-        // SAFETY: the class of a small request is a valid class.
-        if let Some(block) = unsafe { tcache::pop(class_of_request(size)) } {
+    if size <= SMALL_MAX_REQUEST {
+        // SAFETY: the list of a small request is a valid list.
+        if let Some(block) = unsafe { tcache::pop_at(list_offset_of_request(size)) } {
             return block.as_ptr().cast();
         }
     }

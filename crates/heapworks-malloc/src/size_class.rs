@@ -10,6 +10,7 @@
 
 use heapworks::GRANULE;
 
+use crate::tcache;
 use crate::tiny::{slot_bytes, SLOT_CLASSES, SLOT_MAX_REQUEST};
 
 const WORD: usize = core::mem::size_of::<usize>();
@@ -25,17 +26,50 @@ pub(crate) const LISTS: usize = CLASS_SLOTS + SLOT_CLASSES;
 /// The largest request the thread caches serve.
 pub(crate) const SMALL_MAX_REQUEST: usize = MAX_CLASS * GRANULE - WORD;
 
-/// Whether a request of `bytes` is served by a class of core blocks through the thread caches:
-/// above `SLOT_MAX_REQUEST` and at most `SMALL_MAX_REQUEST` (one comparison).
+/// Entries of [`LIST_OF_EIGHTHS`]: one per 8 bytes of request up to `SMALL_MAX_REQUEST`.
+const EIGHTHS: usize = SMALL_MAX_REQUEST.div_ceil(8) + 1;
+
+/// Where in the thread cache the list lies that serves requests of `8 * j - 7` to `8 * j`
+/// bytes, at index `j` (0: `malloc(0)`): a slot class's list up to `SLOT_MAX_REQUEST`, a
+/// class's above (as a byte offset, see [`tcache::list_offset`], which spares `malloc` a
+/// multiply). Every boundary between lists falls on a multiple of 8, so `malloc` finds its list
+/// with one load and no branch on the size's kind, which a mix of slot and core sizes would
+/// mispredict.
+static LIST_OF_EIGHTHS: [u16; EIGHTHS] = {
+    let mut lists = [0; EIGHTHS];
+    let mut eighth = 0;
+    while eighth < EIGHTHS {
+        let bytes = eighth * 8;
+        let list = if bytes <= SLOT_MAX_REQUEST {
+            slot_list(slot_class_of_request(bytes))
+        } else {
+            class_of_request(bytes)
+        };
+        assert!(list < LISTS);
+        lists[eighth] = tcache::list_offset(list) as u16;
+        eighth += 1;
+    }
+    lists
+};
+
+/// The thread-cache list serving a request of `bytes <= SMALL_MAX_REQUEST`, as a byte offset
+/// (see [`tcache::list_offset`]).
 #[inline(always)]
-pub(crate) fn is_small_request(bytes: usize) -> bool {
-    bytes.wrapping_sub(SLOT_MAX_REQUEST + 1) < SMALL_MAX_REQUEST - SLOT_MAX_REQUEST
+pub(crate) fn list_offset_of_request(bytes: usize) -> usize {
+    debug_assert!(bytes <= SMALL_MAX_REQUEST);
+    // SAFETY: `bytes <= SMALL_MAX_REQUEST` (the caller's promise), so the index is in bounds.
+    unsafe { *LIST_OF_EIGHTHS.get_unchecked(bytes.div_ceil(8)) as usize }
 }
 
 /// The slot class (see [`crate::tiny`]) serving a request of `bytes <= SLOT_MAX_REQUEST`.
 #[inline(always)]
-pub(crate) fn slot_class_of_request(bytes: usize) -> usize {
-    bytes.div_ceil(GRANULE).max(1)
+pub(crate) const fn slot_class_of_request(bytes: usize) -> usize {
+    let class = bytes.div_ceil(GRANULE);
+    if class == 0 {
+        1
+    } else {
+        class
+    }
 }
 
 /// The thread-cache list of slot class `slot_class`.
@@ -62,7 +96,7 @@ pub(crate) const fn list_block_bytes(list: usize) -> usize {
 /// The class of core blocks serving a request of `bytes <= SMALL_MAX_REQUEST` (for at most 8
 /// bytes, 1: callers raise it to `MIN_CLASS`).
 #[inline(always)]
-pub(crate) fn class_of_request(bytes: usize) -> usize {
+pub(crate) const fn class_of_request(bytes: usize) -> usize {
     (bytes + WORD).div_ceil(GRANULE)
 }
 

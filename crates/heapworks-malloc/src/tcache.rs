@@ -134,16 +134,32 @@ unsafe fn bin(class: usize) -> *mut Bin {
     unsafe { (&raw mut (*current()).bins).cast::<Bin>().add(class) }
 }
 
-/// Pops a block from list `class` of the calling thread's cache (the fast path of `malloc`).
+/// The byte offset of list `class` in a thread cache.
+pub(crate) const fn list_offset(class: usize) -> usize {
+    core::mem::offset_of!(ThreadCache, bins) + class * core::mem::size_of::<Bin>()
+}
+
+/// Pops a block from list `class` of the calling thread's cache.
 ///
 /// # Safety
 /// `MIN_CLASS <= class < LISTS`.
 #[inline(always)]
 pub(crate) unsafe fn pop(class: usize) -> Option<NonNull<u8>> {
-    // SAFETY: the list belongs to this thread; its blocks are free-listed, so their first word
-    // is the link.
+    // SAFETY: forwarded from the caller.
+    unsafe { pop_at(list_offset(class)) }
+}
+
+/// Pops a block from the list at byte offset `offset` of the calling thread's cache (the fast
+/// path of `malloc`).
+///
+/// # Safety
+/// `offset` is `list_offset(class)` for some `MIN_CLASS <= class < LISTS`.
+#[inline(always)]
+pub(crate) unsafe fn pop_at(offset: usize) -> Option<NonNull<u8>> {
+    // SAFETY: the offset names a list of this thread's cache; its blocks are free-listed, so
+    // their first word is the link.
     unsafe {
-        let bin = bin(class);
+        let bin = current().cast::<u8>().add(offset).cast::<Bin>();
         let block = NonNull::new((*bin).head)?;
         (*bin).head = block.cast::<*mut u8>().read();
         (*bin).room += 1;
