@@ -72,6 +72,10 @@ const TABLE_BYTES: usize = match os::round_to_pages(MAX_SLABS * core::mem::size_
 };
 /// Slabs committed at a time (1 MiB: untouched pages cost nothing but commit charge).
 const COMMIT_SLABS: usize = 16;
+/// A class that has started this many slabs has each new one made resident at once (one
+/// system call, not 16 page faults): it will fill it, while a class that is used little keeps
+/// its slabs' untouched pages out of memory.
+const POPULATE_AFTER: usize = 4;
 /// Empty slabs of a class kept resident for the next refills; the others are given back.
 const EMPTY_KEPT: u32 = 4;
 /// Where the region is asked for: 16 TiB, below the kernel's mapping area (which on x86-64
@@ -332,6 +336,10 @@ impl Slabs {
             }
             self.classes[class - 1].committed += step;
         }
+        if started >= POPULATE_AFTER {
+            // SAFETY: the slab is committed and nothing uses it yet.
+            unsafe { os::populate(self.slab(class, started), SLAB_BYTES) };
+        }
         bump(&COUNTERS.tiny_slabs);
         self.classes[class - 1].started += 1;
         Some(started)
@@ -375,6 +383,8 @@ impl Slabs {
             state.empty_count += 1;
             return;
         }
+        // `free` gets here, which must keep errno.
+        let saved = os::errno();
         // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
         // free list is dropped with its pages.
         unsafe {
@@ -383,6 +393,7 @@ impl Slabs {
             meta.free = core::ptr::null_mut();
             meta.fresh = 0;
         }
+        os::set_errno(saved);
         bump(&COUNTERS.tiny_discards);
         let top = self.push(class, index, self.classes[class - 1].clean);
         self.classes[class - 1].clean = top;
