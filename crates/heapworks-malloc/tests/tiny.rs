@@ -1,15 +1,23 @@
 //! Tiny blocks, the headerless slots of requests up to 48 bytes (tests/c/tiny.c): alignment,
 //! usable sizes, realloc and calloc; frees from another thread and from a forked child; slabs
-//! that empty go back to the OS and serve later requests.
+//! that empty go back to the OS and serve later requests; core blocks serve those requests
+//! when the slots' reservation cannot be made.
 
 mod common;
 
 use common::{assert_success, compile, run_preloaded, stat_numbers, Linkage};
+use std::os::unix::process::CommandExt;
 use std::process::{Command, Output};
 
 fn run(mode: &str) -> Output {
-    let binary = compile("tiny.c", "cc", Linkage::Plain);
-    let output = run_preloaded(Command::new(&binary).arg(mode));
+    run_with(
+        mode,
+        &mut Command::new(compile("tiny.c", "cc", Linkage::Plain)),
+    )
+}
+
+fn run_with(mode: &str, command: &mut Command) -> Output {
+    let output = run_preloaded(command.arg(mode));
     assert_success(&output, mode);
     assert!(String::from_utf8_lossy(&output.stdout).contains(&format!("{mode}: ok")));
     output
@@ -56,4 +64,28 @@ fn emptied_slabs_go_back_and_serve_again() {
         after_free < peak - (20 << 10) && at_exit < peak - (20 << 10),
         "RSS after the frees {after_free} KiB, at exit {at_exit} KiB, peak {peak} KiB"
     );
+}
+
+#[test]
+fn core_blocks_serve_tiny_requests_without_the_reservation() {
+    let mut command = Command::new(compile("tiny.c", "cc", Linkage::Plain));
+    // 3 GiB of address space: room for the central heap's 1 GiB reservations, not for the
+    // slots' 6 GiB.
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            let limit = libc::rlimit {
+                rlim_cur: 3 << 30,
+                rlim_max: 3 << 30,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        });
+    }
+    let output = run_with("fallback", &mut command);
+    let started = stat_numbers(&output, "tiny slabs:")[0];
+    assert_eq!(started, 0, "slabs started despite the limit");
 }
