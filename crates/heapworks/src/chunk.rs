@@ -20,6 +20,7 @@
 //!   payload runs up to the next header, so the overhead is exactly one word.
 //! - Two free chunks are never adjacent: `free` coalesces at once.
 
+use core::alloc::Layout;
 use core::ptr::NonNull;
 
 /// Bytes in a machine word: the header size.
@@ -44,6 +45,19 @@ pub(crate) const EMBEDDER_TAG: usize = 4;
 pub(crate) const SIZE_MASK: usize = !(GRANULE - 1);
 /// The largest payload a request may ask for; anything above cannot be represented.
 pub(crate) const MAX_REQUEST: usize = isize::MAX as usize - 2 * GRANULE;
+
+/// The chunk size that serves a request for `layout`, which cannot overflow: a `Layout`'s size
+/// is at most `isize::MAX`. The result may exceed every chunk a region can hold (and then no
+/// search finds one), so it needs no bound of its own: one check fewer on every allocation.
+#[inline(always)]
+pub(crate) const fn chunk_size_for_layout(layout: Layout) -> usize {
+    let size = (layout.size() + WORD + GRANULE - 1) & SIZE_MASK;
+    if size < MIN_CHUNK {
+        MIN_CHUNK
+    } else {
+        size
+    }
+}
 
 /// The chunk size that serves a request of `bytes` payload bytes, or `None` when too large.
 #[inline(always)]

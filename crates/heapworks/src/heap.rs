@@ -17,7 +17,8 @@ use core::ptr::NonNull;
 
 use crate::bins::bin_of;
 use crate::chunk::{
-    chunk_size_for, Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE, SIZE_MASK, WORD,
+    chunk_size_for, chunk_size_for_layout, Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE,
+    SIZE_MASK, WORD,
 };
 use crate::error::{AllocError, Misuse};
 use crate::free_index::{FreeIndex, BEST_FIT_FROM};
@@ -85,7 +86,7 @@ impl Heap {
 
     #[inline(always)]
     fn allocate_uncounted(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        let size = chunk_size_for(layout.size()).ok_or(AllocError)?;
+        let size = chunk_size_for_layout(layout);
         if layout.align() > GRANULE {
             return self.allocate_aligned(size, layout.align());
         }
@@ -374,7 +375,7 @@ impl Heap {
                 report(misuse);
             }
         }
-        let needed = chunk_size_for(new.size()).ok_or(AllocError)?;
+        let needed = chunk_size_for_layout(new);
         // SAFETY: `ptr` is a live block of this heap (the caller's promise).
         let chunk = unsafe { Chunk::from_payload(ptr) };
         let keeps_alignment = ptr.as_ptr().addr() & (new.align() - 1) == 0;

@@ -412,6 +412,14 @@ fn odd_sizes_have_defined_results() {
     let before = heap.stats();
     let huge = Layout::from_size_align(isize::MAX as usize - 15, 16).unwrap();
     assert!(heap.allocate(huge).is_err());
+    // The largest sizes a `Layout` allows round to chunk sizes above `isize::MAX`: no chunk is
+    // that large, so every search comes back empty.
+    for align in [8, 16, 64] {
+        let largest = Layout::from_size_align(isize::MAX as usize + 1 - align, align).unwrap();
+        assert!(heap.allocate(largest).is_err());
+        // SAFETY: `a` is live with its current layout.
+        assert!(unsafe { heap.realloc(a, layout(0), largest.size()) }.is_err());
+    }
     // SAFETY: `a` is live with its current layout.
     assert!(unsafe { heap.realloc(a, layout(0), usize::MAX - 64) }.is_err());
     // SAFETY: as above.
