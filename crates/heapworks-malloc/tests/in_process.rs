@@ -22,22 +22,42 @@ fn process_runs_on_heapworks() {
     }
 }
 
+/// Runs `check` in a forked child and asserts that it returned true. The child has one thread,
+/// so no other test (nor the harness) can take the free space a layout check relies on.
+fn in_single_threaded_child(check: fn() -> bool) {
+    // SAFETY: the child only calls heapworks-malloc (fork-safe: its locks are reset in the
+    // child) and `_exit`; the parent waits for it.
+    unsafe {
+        let pid = libc::fork();
+        assert!(pid >= 0, "fork failed");
+        if pid == 0 {
+            libc::_exit(if check() { 0 } else { 1 });
+        }
+        let mut status = 0;
+        assert_eq!(libc::waitpid(pid, &mut status, 0), pid);
+        assert!(
+            libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0,
+            "the check failed in the child (status {status:#x})"
+        );
+    }
+}
+
 #[test]
 fn realloc_grows_and_shrinks_in_place() {
-    // SAFETY: every block is used within its size and freed once.
-    unsafe {
-        let p = hw::malloc(100_000).cast::<u8>();
-        p.write_bytes(3, 100_000);
-        let grown = hw::realloc(p.cast(), 104_096).cast::<u8>();
-        assert_eq!(
-            grown, p,
-            "a fresh medium block grows into the free space after it"
-        );
-        let shrunk = hw::realloc(grown.cast(), 10_000).cast::<u8>();
-        assert_eq!(shrunk, p, "a shrink stays in place");
-        assert_eq!(*shrunk.add(9_999), 3);
-        hw::free(shrunk.cast());
-    }
+    in_single_threaded_child(|| {
+        // SAFETY: the block is used within its size and freed once.
+        unsafe {
+            let p = hw::malloc(100_000).cast::<u8>();
+            p.write_bytes(3, 100_000);
+            // A fresh medium block grows into the free space after it.
+            let grown = hw::realloc(p.cast(), 104_096).cast::<u8>();
+            // A shrink stays in place and keeps the contents.
+            let shrunk = hw::realloc(grown.cast(), 10_000).cast::<u8>();
+            let kept = *shrunk.add(9_999) == 3;
+            hw::free(shrunk.cast());
+            grown == p && shrunk == p && kept
+        }
+    });
 }
 
 #[test]
