@@ -74,6 +74,8 @@ pub enum Op {
     Realloc { slot: usize, size: usize },
     /// Grow without moving, if the neighbour allows.
     GrowInPlace { slot: usize, size: usize },
+    /// Allocate up to `count` word-aligned blocks of `size` bytes as one run.
+    AllocRun { size: usize, count: usize },
 }
 
 impl Op {
@@ -85,7 +87,7 @@ impl Op {
                 let value = u16::from_le_bytes([b[1], b[2]]) as usize;
                 let size = value * (b[3] as usize + 1) % (max_size + 1);
                 let slot = value;
-                match b[0] % 8 {
+                match b[0] % 9 {
                     0..=2 => Op::Alloc {
                         size,
                         align_log2: b[3] % 13,
@@ -96,9 +98,13 @@ impl Op {
                         slot: b[3] as usize,
                         size,
                     },
-                    _ => Op::GrowInPlace {
+                    7 => Op::GrowInPlace {
                         slot: b[3] as usize,
                         size,
+                    },
+                    _ => Op::AllocRun {
+                        size,
+                        count: usize::from(b[3] % 65),
                     },
                 }
             })
@@ -173,6 +179,7 @@ impl<'a> Model<'a> {
             Op::Free { slot } => self.free(slot, false),
             Op::Realloc { slot, size } => self.realloc(slot, size),
             Op::GrowInPlace { slot, size } => self.grow_in_place(slot, size),
+            Op::AllocRun { size, count } => self.alloc_run(size, count),
         }
         self.ops_run += 1;
         if self.ops_run.is_multiple_of(self.check_every) {
@@ -216,6 +223,33 @@ impl<'a> Model<'a> {
                 self.tally.failed_allocations += 1;
                 self.assert_unchanged(before);
             }
+        }
+    }
+
+    fn alloc_run(&mut self, size: usize, count: usize) {
+        let layout = Layout::from_size_align(size, 8).expect("valid layout");
+        let before = self.heap.stats();
+        let mut blocks = Vec::new();
+        let made = self
+            .heap
+            .allocate_run(layout, count, |ptr| blocks.push(ptr));
+        assert_eq!(made, blocks.len(), "allocate_run miscounted its blocks");
+        assert!(made <= count, "allocate_run made {made} blocks of {count}");
+        if made == 0 {
+            self.tally.failed_allocations += 1;
+            self.assert_unchanged(before);
+            return;
+        }
+        assert!(
+            blocks.windows(2).all(|pair| pair[0] < pair[1]),
+            "a run's blocks come in address order"
+        );
+        for ptr in blocks {
+            self.tally.allocations += 1;
+            let id = self.next_id;
+            self.next_id += 1;
+            self.admit(Block { ptr, layout, id });
+            fill(ptr, layout.size(), id);
         }
     }
 
@@ -389,6 +423,10 @@ pub fn random_op(rng: &mut Rng, live: usize, max_size: usize) -> Op {
         45..=69 => Op::Dealloc { slot },
         70..=79 => Op::Free { slot },
         80..=94 => Op::Realloc { slot, size },
+        95..=96 => Op::AllocRun {
+            size,
+            count: rng.below(33),
+        },
         _ => Op::GrowInPlace { slot, size },
     }
 }

@@ -45,6 +45,13 @@ impl Counters {
 
     /// Counts one call in `count` (with feature `counters`).
     #[inline(always)]
+    pub(crate) fn count_many(count: &mut u64, calls: u64) {
+        if cfg!(feature = "counters") {
+            *count += calls;
+        }
+    }
+
+    #[inline(always)]
     pub(crate) fn count(count: &mut u64) {
         if cfg!(feature = "counters") {
             *count += 1;

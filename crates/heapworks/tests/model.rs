@@ -17,6 +17,7 @@ fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
         1 => any::<usize>().prop_map(|slot| Op::Free { slot }),
         2 => (any::<usize>(), 0..=max_size).prop_map(|(slot, size)| Op::Realloc { slot, size }),
         1 => (any::<usize>(), 0..=max_size).prop_map(|(slot, size)| Op::GrowInPlace { slot, size }),
+        1 => (0..=max_size, 0usize..40).prop_map(|(size, count)| Op::AllocRun { size, count }),
     ]
 }
 

@@ -60,6 +60,97 @@ fn a_fresh_heap_is_one_free_chunk_and_splits_from_the_front() {
 }
 
 #[test]
+fn a_run_carves_equal_blocks_back_to_back_and_each_frees_alone() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let empty = heap.stats();
+    let mut run = Vec::new();
+    assert_eq!(
+        heap.allocate_run(layout(40), 10, |block| run.push(block)),
+        10
+    );
+    let chunk = chunk_size(40);
+    assert!(run
+        .windows(2)
+        .all(|pair| addr(pair[1]) - addr(pair[0]) == chunk));
+    assert_eq!(heap.stats().in_use, 10 * chunk);
+    assert_eq!(heap.stats().allocations, counted(10));
+    heap.check().unwrap();
+    // The rest of the chunk stayed free: a plain allocation lands right after the run.
+    let after = alloc(&mut heap, 40);
+    assert_eq!(addr(after), addr(run[9]) + chunk);
+    for block in run.into_iter().rev().chain([after]) {
+        free(&mut heap, block);
+        heap.check().unwrap();
+    }
+    let whole = heap.stats();
+    assert_eq!(whole.in_use, 0);
+    assert_eq!(
+        whole.largest_free, empty.largest_free,
+        "the run merged back whole"
+    );
+    // Nothing asked, nothing made.
+    assert_eq!(heap.allocate_run(layout(40), 0, |_| panic!("no block")), 0);
+    assert_eq!(heap.stats(), whole);
+}
+
+#[test]
+fn a_run_stops_at_what_the_largest_chunk_holds() {
+    let mut arena = Arena::new(4096);
+    let mut heap = arena.heap();
+    let size = 100;
+    let chunk = chunk_size(size);
+    // A block in front sized so that the free chunk after it leaves a one-granule tail once
+    // cut into blocks: too small to be a chunk of its own.
+    let whole = heap.stats().largest_free + WORD;
+    let mut front = (whole - GRANULE) % chunk;
+    if front < 4 * WORD {
+        front += chunk;
+    }
+    alloc(&mut heap, front - WORD);
+    let largest = heap.stats().largest_free + WORD;
+    assert_eq!(largest % chunk, GRANULE);
+    let mut made = Vec::new();
+    let count = heap.allocate_run(layout(size), 1000, |block| made.push(block));
+    assert_eq!(
+        count,
+        largest / chunk,
+        "as many blocks as the one chunk holds"
+    );
+    assert_eq!(made.len(), count);
+    heap.check().unwrap();
+    // The last block took the tail.
+    let tail = largest % chunk;
+    // SAFETY: the blocks are live.
+    assert_eq!(
+        unsafe { Heap::usable_size(made[count - 1]) },
+        chunk + tail - WORD
+    );
+    assert_eq!(heap.stats().free, 0);
+    // A full heap makes no block and changes nothing.
+    let full = heap.stats();
+    assert_eq!(heap.allocate_run(layout(size), 8, |_| panic!("no room")), 0);
+    assert_eq!(heap.stats(), full);
+    heap.check().unwrap();
+}
+
+#[test]
+fn an_over_aligned_run_is_made_one_aligned_block_at_a_time() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let aligned = Layout::from_size_align(24, 256).unwrap();
+    let mut run = Vec::new();
+    assert_eq!(heap.allocate_run(aligned, 5, |block| run.push(block)), 5);
+    assert!(run.iter().all(|&block| addr(block).is_multiple_of(256)));
+    heap.check().unwrap();
+    for block in run {
+        // SAFETY: each block came from this heap with `aligned`.
+        unsafe { heap.deallocate(block, aligned) };
+    }
+    assert_eq!(heap.stats().in_use, 0);
+}
+
+#[test]
 fn free_coalesces_right_left_and_both() {
     let mut arena = Arena::new(64 * 1024);
     let mut heap = arena.heap();
