@@ -127,10 +127,10 @@ impl Heap {
         chunk.payload()
     }
 
-    /// Allocates up to `count` blocks for `layout` back to back in one free chunk, and calls
-    /// `each` with every block made, in address order. Returns how many it made: `count` when
-    /// a free chunk holds them all, else as many as the chunk a single request would get holds
-    /// (0 only when not even one block fits anywhere).
+    /// Allocates up to `count` blocks for `layout` back to back in the free chunk a single
+    /// request would get, and calls `each` with every block made, in address order. Returns how
+    /// many it made: `count`, or as many as that chunk holds (0 only when not even one block
+    /// fits anywhere).
     ///
     /// A run costs one index search and one index update in all, plus a header write per
     /// block, where `count` calls of [`Heap::allocate`] cost one of each per block: for
@@ -168,16 +168,14 @@ impl Heap {
                 .map(&mut each)
                 .count();
         }
+        if count == 0 {
+            return 0;
+        }
         let size = chunk_size_for_layout(layout);
+        // The chunk a single request would take: a run fills the same holes single blocks
+        // would, rather than cutting into a larger chunk.
         // SAFETY: the index holds only free chunks of claimed regions.
-        let found = unsafe {
-            match size.checked_mul(count) {
-                Some(0) => return 0,
-                Some(run) => self.index.find(run).or_else(|| self.index.find(size)),
-                None => self.index.find(size),
-            }
-        };
-        let Some((chunk, bin)) = found else {
+        let Some((chunk, bin)) = (unsafe { self.index.find(size) }) else {
             return 0;
         };
         // SAFETY: `chunk` is a free chunk filed in `bin` holding at least one block of `size`;
