@@ -118,12 +118,6 @@ pub(crate) unsafe fn unlock_after_fork() {
 impl Central {
     /// Allocates a block for `layout`, committing more memory when the heap is full.
     pub(crate) fn allocate(&mut self, layout: Layout) -> Option<NonNull<u8>> {
-        self.allocate_inline(layout)
-    }
-
-    /// `allocate` for loops, which then pay for one call rather than one per block.
-    #[inline(always)]
-    fn allocate_inline(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         if let Ok(block) = self.heap.allocate(layout) {
             return Some(block);
         }
@@ -133,7 +127,9 @@ impl Central {
 
     /// Allocates up to `count` blocks for `layout` and links them, in the order they are made,
     /// into a list through their first words that ends in `rest`. Returns the list's head
-    /// (`rest` when no block could be made) and the number of blocks made.
+    /// (`rest` when no block could be made) and the number of blocks made. Blocks are carved
+    /// as runs (`Heap::allocate_run`): one index search and update per free chunk used, not
+    /// per block.
     pub(crate) fn allocate_list(
         &mut self,
         layout: Layout,
@@ -143,17 +139,25 @@ impl Central {
         let mut head = rest;
         let mut link: *mut *mut u8 = &mut head;
         let mut made = 0;
+        let mut grown = false;
         while made < count {
-            let Some(block) = self.allocate_inline(layout) else {
-                break;
-            };
-            // SAFETY: `link` is `head` or the first word of the previous fresh block, which is
-            // ours and at least a word long.
-            unsafe {
-                link.write(block.as_ptr());
-                link = block.cast::<*mut u8>().as_ptr();
+            let wanted = (count - made) as usize;
+            let run = self.heap.allocate_run(layout, wanted, |block| {
+                // SAFETY: `link` is `head` or the first word of the previous fresh block,
+                // which is ours and at least a word long.
+                unsafe {
+                    link.write(block.as_ptr());
+                    link = block.cast::<*mut u8>().as_ptr();
+                }
+            });
+            if run == 0 {
+                // One growth per list: a heap grown for `layout` holds at least one block.
+                if grown || self.grow_for(layout).is_none() {
+                    break;
+                }
+                grown = true;
             }
-            made += 1;
+            made += run as u32;
         }
         // SAFETY: as above.
         unsafe { link.write(rest) };
