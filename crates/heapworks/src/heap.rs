@@ -136,7 +136,8 @@ impl Heap {
     /// block, where `count` calls of [`Heap::allocate`] cost one of each per block: for
     /// refilling caches of equal blocks. Each block is an ordinary block of the heap, freed on
     /// its own. Over-aligned layouts (above 16 B on 64-bit targets) are served one
-    /// [`Heap::allocate`] at a time.
+    /// [`Heap::allocate`] at a time. The heap is consistent before `each` first runs; if `each`
+    /// panics, the blocks not yet passed to it stay allocated.
     ///
     /// ```
     /// use core::alloc::Layout;
