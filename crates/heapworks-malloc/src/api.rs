@@ -23,7 +23,7 @@ use crate::size_class::{
 };
 use crate::stats::{bump, COUNTERS};
 use crate::tcache;
-use crate::tiny::{self, SLOT_MAX_REQUEST};
+use crate::tiny::{self, SLOT_CLASSES, SLOT_MAX_REQUEST};
 
 /// The largest request that can succeed (glibc's limit too: `PTRDIFF_MAX`).
 const MAX_REQUEST: usize = isize::MAX as usize;
@@ -112,17 +112,18 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
 /// As for [`free`].
 #[inline(never)]
 unsafe extern "C" fn free_low(ptr: *mut c_void) {
-    let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
+    let ptr = ptr.cast::<u8>();
+    let back = tiny::areas_back(ptr);
+    if back < SLOT_CLASSES {
+        // SAFETY: a pointer in a class's area is not NULL, and one the caller frees is a live
+        // slot of the class `back` names.
+        return unsafe { tcache::push_slot_back(NonNull::new_unchecked(ptr), back) };
+    }
+    let Some(block) = NonNull::new(ptr) else {
         return;
     };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        if tiny::contains(block) {
-            tcache::push_slot(block);
-        } else {
-            free_with_header(block);
-        }
-    }
+    // SAFETY: forwarded from the caller; the block is not a slot.
+    unsafe { free_with_header(block) }
 }
 
 /// `free` of a block with a header word: a central-heap block or a large one.
@@ -228,8 +229,8 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
     block
 }
 
-/// `calloc` of at most `SLOT_MAX_REQUEST` bytes: a slot of `slot_class` zeroed whole by one to
-/// three 16-byte stores, not a call to `memset`. (A core block served instead, when no slab can
+/// `calloc` of at most `SLOT_MAX_REQUEST` bytes: a slot of `slot_class` zeroed whole by one
+/// 16-byte store per granule, not a call to `memset`. (A core block served instead, when no slab can
 /// be had, holds at least as much as the slot.)
 #[inline(always)]
 fn calloc_slot(slot_class: usize) -> *mut c_void {
@@ -239,12 +240,8 @@ fn calloc_slot(slot_class: usize) -> *mut c_void {
     let granules = block.cast::<u128>();
     // SAFETY: the block is ours, 16-aligned and holds `slot_class` granules.
     unsafe {
-        granules.write(0);
-        if slot_class >= 2 {
-            granules.add(1).write(0);
-        }
-        if slot_class >= 3 {
-            granules.add(2).write(0);
+        for granule in 0..slot_class {
+            granules.add(granule).write(0);
         }
     }
     block.as_ptr().cast()
@@ -272,9 +269,9 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         os::set_errno(libc::ENOMEM);
         return null_mut();
     }
-    if tiny::contains(block) {
-        // SAFETY: `block` is a live tiny slot.
-        return unsafe { realloc_tiny(block, size) };
+    if let Some(class) = tiny::class_of(block.as_ptr()) {
+        // SAFETY: `block` is a live slot of `class`.
+        return unsafe { realloc_tiny(block, class, size) };
     }
     // SAFETY: `block` is live (the caller's promise) and has a header word.
     unsafe {
@@ -289,9 +286,9 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
 /// A slot keeps a request that fits it and moves for any other.
 ///
 /// # Safety
-/// `block` is a live slot; `0 < size <= MAX_REQUEST`.
-unsafe fn realloc_tiny(block: NonNull<u8>, size: usize) -> *mut c_void {
-    let usable = tiny::slot_bytes(tiny::class_of(block));
+/// `block` is a live slot of `class`; `0 < size <= MAX_REQUEST`.
+unsafe fn realloc_tiny(block: NonNull<u8>, class: usize, size: usize) -> *mut c_void {
+    let usable = tiny::slot_bytes(class);
     if size <= usable {
         bump(&COUNTERS.realloc_in_place);
         return block.as_ptr().cast();
@@ -497,8 +494,8 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         return 0;
     };
-    if tiny::contains(block) {
-        return tiny::slot_bytes(tiny::class_of(block));
+    if let Some(class) = tiny::class_of(block.as_ptr()) {
+        return tiny::slot_bytes(class);
     }
     // SAFETY: `block` is live (the caller's promise) and has a header word.
     unsafe {

@@ -13,7 +13,7 @@
 //! | module | idea |
 //! |---|---|
 //! | [`size_class`] | 63 classes one 16 B granule apart, up to 1 KiB blocks; a block's header names its class |
-//! | [`tiny`] | requests up to 48 B: headerless 16, 32 and 48 B slots in 64 KiB slabs of a reservation of their own; a slot's address names its class |
+//! | [`tiny`] | requests up to 128 B: headerless slots of 16 to 128 B (every 16 B) in 64 KiB slabs of a reservation of their own; a slot's address names its class |
 //! | [`tcache`] | per-thread lists of free small blocks in initial-exec TLS; no lock, no atomic on the fast paths |
 //! | [`medium`] | per-thread bins of free medium blocks (1 KiB to 256 KiB), exact sizes, bounded bytes |
 //! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`); per-class transfer batches between thread caches |
@@ -26,9 +26,9 @@
 //! | [`config`] | environment settings (`HEAPWORKS_STATS`, `HEAPWORKS_LARGE_CACHE_MIB`, `HEAPWORKS_TCACHE_KIB`) |
 //! | [`stats`] | slow-path counters, printed at exit with `HEAPWORKS_STATS=1` |
 //!
-//! `malloc(n)` for `48 < n <= 1016` pops the head of the calling thread's list for `n`'s class,
-//! and for `n <= 48` the head of its list of `n`'s slot class (16, 32 or 48 B slots with no
-//! header). `free(p)` first compares `p` with the end of the slots' reservation, which lies
+//! `malloc(n)` for `128 < n <= 1016` pops the head of the calling thread's list for `n`'s
+//! class, and for `n <= 128` the head of its list of `n`'s slot class (slots of `n` rounded up
+//! to 16 B, with no header). `free(p)` first compares `p` with the end of the slots' reservation, which lies
 //! below every other mapping: below it are NULL and the slots (whose class the address gives);
 //! otherwise it reads the word before `p`: if it carries `heapworks::EMBEDDER_TAG` the block is
 //! a large mapping, otherwise it is the core's header, whose size gives the class. Either way

@@ -5,8 +5,10 @@
 //! hold `request_of_class(c) = c * GRANULE - WORD` bytes or more, and a request of
 //! `SLOT_MAX_REQUEST < n <= SMALL_MAX_REQUEST` bytes maps to the smallest class whose blocks all
 //! hold `n`. Requests of at most `SLOT_MAX_REQUEST` bytes take headerless slots instead (see
-//! [`crate::tiny`]), whose lists follow the classes' in the thread caches: slot class `k`'s
-//! list is `slot_list(k) = MAX_CLASS + k`.
+//! [`crate::tiny`]), whose lists follow the classes' in the thread caches, largest slots first:
+//! slot class `k`'s list is `slot_list(k) = MAX_CLASS + 1 + SLOT_CLASSES - k`, which is
+//! `MAX_CLASS + 1 + tiny::areas_back(slot)` for a slot of it, so `free` finds a slot's list
+//! with a shift and an addressing mode.
 
 use heapworks::GRANULE;
 
@@ -75,7 +77,14 @@ pub(crate) const fn slot_class_of_request(bytes: usize) -> usize {
 /// The thread-cache list of slot class `slot_class`.
 #[inline(always)]
 pub(crate) const fn slot_list(slot_class: usize) -> usize {
-    MAX_CLASS + slot_class
+    MAX_CLASS + 1 + SLOT_CLASSES - slot_class
+}
+
+/// The thread-cache list of a slot `back` areas back from the last class's (see
+/// [`crate::tiny::areas_back`]; `back < SLOT_CLASSES`).
+#[inline(always)]
+pub(crate) const fn slot_list_back(back: usize) -> usize {
+    MAX_CLASS + 1 + back
 }
 
 /// Whether thread-cache list `list` holds slots rather than core blocks.
@@ -87,7 +96,7 @@ pub(crate) const fn is_slot_list(list: usize) -> bool {
 /// The bytes of a block on thread-cache list `list`.
 pub(crate) const fn list_block_bytes(list: usize) -> usize {
     if is_slot_list(list) {
-        slot_bytes(list - MAX_CLASS)
+        slot_bytes(MAX_CLASS + 1 + SLOT_CLASSES - list)
     } else {
         list * GRANULE
     }

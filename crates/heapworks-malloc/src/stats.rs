@@ -180,7 +180,7 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  tiny slabs: {} started, {} emptied and given back (64 KiB slabs of 16, 32 or 48 B slots)",
+        "  tiny slabs: {} started, {} emptied and given back (64 KiB slabs of 16 to 128 B slots)",
         get(&c.tiny_slabs),
         get(&c.tiny_discards)
     )?;

@@ -1,7 +1,7 @@
-/* Tiny blocks (requests of at most 48 bytes, served by headerless slots), for tests/tiny.rs
+/* Tiny blocks (requests of at most 128 bytes, served by headerless slots), for tests/tiny.rs
  * (run with the library preloaded and HEAPWORKS_STATS=1, whose report the test reads).
  *
- *   tiny shape    every size 0 to 48: 16-byte alignment, usable size (the slot's), blocks that
+ *   tiny shape    every size 0 to 128: 16-byte alignment, usable size (the slot's), blocks that
  *                 do not overlap, realloc within the slot and out of it, calloc of dirty slots
  *   tiny fallback the same with core blocks (at least the size asked for), when the slots'
  *                 reservation cannot be made (the test limits the address space)
@@ -29,6 +29,7 @@
     } while (0)
 
 #define PER_SIZE 2000
+#define SLOT_MAX 128
 #define HANDED 200000
 #define REUSE 1600000
 
@@ -39,7 +40,7 @@ static int exact = 1;
 
 static void shape(void) {
     static unsigned char *blocks[PER_SIZE];
-    for (size_t n = 0; n <= 48; n++) {
+    for (size_t n = 0; n <= SLOT_MAX; n++) {
         for (int i = 0; i < PER_SIZE; i++) {
             unsigned char *p = malloc(n);
             CHECK(p != NULL);
@@ -61,13 +62,19 @@ static void shape(void) {
     unsigned char *q = realloc(p, 40);
     CHECK(q != NULL && q != p && memcmp(q, "0123456789", 10) == 0);
     CHECK(exact ? malloc_usable_size(q) == 48 : malloc_usable_size(q) >= 40);
-    unsigned char *r = realloc(q, 1000);
+    CHECK(realloc(q, 48) == q);
+    unsigned char *w = realloc(q, 120);
+    CHECK(w != NULL && w != q && memcmp(w, "0123456789", 10) == 0);
+    CHECK(exact ? malloc_usable_size(w) == 128 : malloc_usable_size(w) >= 120);
+    CHECK(realloc(w, 128) == w);
+    unsigned char *r = realloc(w, 1000);
     CHECK(r != NULL && memcmp(r, "0123456789", 10) == 0);
+    CHECK(malloc_usable_size(r) >= 1000);
     unsigned char *s = realloc(r, 20);
     CHECK(s != NULL && memcmp(s, "0123456789", 10) == 0);
     free(s);
     /* calloc hands out slots just freed dirty, zeroed. */
-    for (size_t n = 1; n <= 48; n++) {
+    for (size_t n = 1; n <= SLOT_MAX; n++) {
         for (int i = 0; i < 64; i++) {
             blocks[i] = malloc(n);
             memset(blocks[i], 0xff, slot_of(n));
@@ -97,7 +104,7 @@ static void *free_handed(void *unused) {
 
 static void threads(void) {
     for (int i = 0; i < HANDED; i++) {
-        handed[i] = malloc((size_t)(i % 48) + 1);
+        handed[i] = malloc((size_t)(i % SLOT_MAX) + 1);
         handed[i][0] = (unsigned char)i;
     }
     pthread_t freer;
@@ -105,7 +112,7 @@ static void threads(void) {
     CHECK(pthread_join(freer, NULL) == 0);
     /* The slots the other thread freed serve this one again. */
     for (int i = 0; i < HANDED; i++) {
-        handed[i] = malloc((size_t)(i % 48) + 1);
+        handed[i] = malloc((size_t)(i % SLOT_MAX) + 1);
         handed[i][0] = (unsigned char)i;
     }
     pid_t child = fork();
