@@ -319,7 +319,10 @@ impl FreeIndex {
     #[inline(always)]
     pub(crate) fn good_fit(&self, size: usize) -> Option<(Chunk, usize)> {
         let bin = self.occupancy.first_at_or_above(ceil_bin_of(size))?;
-        debug_assert!(self.listed(self.heads[bin]).is_some(), "bin {bin} marked but empty");
+        debug_assert!(
+            self.listed(self.heads[bin]).is_some(),
+            "bin {bin} marked but empty"
+        );
         // SAFETY: a bin marked in the bitmap heads a list of at least one chunk (this module's
         // invariant, kept by every list operation and verified by the checker).
         Some((unsafe { self.heads[bin].unwrap_unchecked() }, bin))
