@@ -11,14 +11,7 @@
 
 #include "heapworks.h"
 
-#define CHECK(cond)                                                          \
-    do {                                                                     \
-        if (!(cond)) {                                                       \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
-                    #cond);                                                  \
-            exit(1);                                                         \
-        }                                                                    \
-    } while (0)
+#include "check.h"
 
 static int aligned(void *p, size_t a) { return ((uintptr_t)p & (a - 1)) == 0; }
 
