@@ -43,14 +43,20 @@ const fn sub_bin_shift(granules: usize) -> u32 {
     (granules | SUB_BINS).ilog2() - SUB_BITS
 }
 
-/// The bin of a free chunk of `size` bytes (`size >= MIN_CHUNK`, a multiple of `GRANULE`).
+/// The bin formula on a granule count. A count below the smallest chunk's wraps around to
+/// `usize::MAX` (the "bin" before bin 0), which [`ceil_bin_of`] relies on.
 #[inline(always)]
-pub(crate) const fn bin_of(size: usize) -> usize {
-    let granules = size >> GRANULE_SHIFT;
+const fn bin_of_granules(granules: usize) -> usize {
     let shift = sub_bin_shift(granules);
     // `granules >> shift` is `SUB_BINS + sub` above the first octave, and the granule count
     // itself within or below it.
-    let bin = ((shift as usize) << SUB_BITS) + (granules >> shift) - MIN_GRANULES;
+    (((shift as usize) << SUB_BITS) + (granules >> shift)).wrapping_sub(MIN_GRANULES)
+}
+
+/// The bin of a free chunk of `size` bytes (`size >= MIN_CHUNK`, a multiple of `GRANULE`).
+#[inline(always)]
+pub(crate) const fn bin_of(size: usize) -> usize {
+    let bin = bin_of_granules(size >> GRANULE_SHIFT);
     // SAFETY: the formula is monotonic in the size and gives `BIN_COUNT - 1` for the largest
     // `usize` (both tested below), so every size's bin is below `BIN_COUNT`. Telling the
     // compiler spares a bounds check wherever a bin indexes the lists or the bitmap.
@@ -64,13 +70,7 @@ pub(crate) const fn bin_of(size: usize) -> usize {
 /// never needs to look at a chunk's size (TLSF's "good fit").
 #[inline(always)]
 pub(crate) const fn ceil_bin_of(size: usize) -> usize {
-    let below = (size >> GRANULE_SHIFT) - 1;
-    let shift = sub_bin_shift(below);
-    // `below` may be one granule under the smallest chunk, whose "bin" is then -1: wrapping
-    // arithmetic makes the ceiling bin 0.
-    let bin = (((shift as usize) << SUB_BITS) + (below >> shift))
-        .wrapping_sub(MIN_GRANULES)
-        .wrapping_add(1);
+    let bin = bin_of_granules((size >> GRANULE_SHIFT) - 1).wrapping_add(1);
     // SAFETY: as for `bin_of`, and `size` rounds at most one bin up.
     unsafe { core::hint::assert_unchecked(bin <= BIN_COUNT) };
     bin

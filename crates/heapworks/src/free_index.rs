@@ -310,8 +310,18 @@ impl FreeIndex {
         match self.good_fit(size) {
             Some(found) => Some(found),
             // SAFETY: forwarded from the caller.
-            None => unsafe { self.first_fit(bin_of(size), |_, chunk_size| chunk_size >= size) },
+            None => unsafe { self.last_resort(size) },
         }
+    }
+
+    /// [`FreeIndex::find`]'s last step, for when no bin above the request's has a chunk: the
+    /// first chunk of its own bin that holds `size` bytes.
+    ///
+    /// # Safety
+    /// The index is consistent.
+    pub(crate) unsafe fn last_resort(&self, size: usize) -> Option<(Chunk, usize)> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.first_fit(bin_of(size), |_, chunk_size| chunk_size >= size) }
     }
 
     /// The head of the first non-empty bin whose every chunk holds `size` bytes, and that bin:

@@ -100,12 +100,19 @@ impl Heap {
         self.allocate_searched(size)
     }
 
-    /// Allocation by [`FreeIndex::find`]: a large request's bounded best fit, or the walk of a
-    /// request's own bin when no larger chunk exists.
+    /// Allocation by [`FreeIndex::find`] for a large request (its bounded best fit first), or,
+    /// for a small one whose good fit found nothing, the walk of its own bin.
     #[inline(never)]
     fn allocate_searched(&mut self, size: usize) -> Result<NonNull<u8>, AllocError> {
         // SAFETY: the index holds only free chunks of claimed regions.
-        let (chunk, bin) = unsafe { self.index.find(size) }.ok_or(AllocError)?;
+        let found = unsafe {
+            if size >= BEST_FIT_FROM {
+                self.index.find(size)
+            } else {
+                self.index.last_resort(size)
+            }
+        };
+        let (chunk, bin) = found.ok_or(AllocError)?;
         // SAFETY: `chunk` is a free chunk filed in `bin`, of at least `size` bytes.
         unsafe { Ok(self.take(chunk, Filed::Entry(chunk, bin), size)) }
     }
