@@ -1,9 +1,10 @@
 //! The exported C functions: glibc's malloc family plus C23's `free_sized`.
 //!
-//! Invariants: every request is routed by size: up to `SLOT_MAX_REQUEST` bytes to a slot (see
-//! [`crate::tiny`]) through the calling thread's cache, up to `SMALL_MAX_REQUEST` bytes through the calling thread's cache, up
+//! Invariants: every request is routed by size: up to `SLOT_MAX_REQUEST` bytes to a tiny slot
+//! (see [`crate::tiny`]) through the calling thread's cache, up to `SMALL_MAX_REQUEST` bytes
+//! through the calling thread's cache (a core block, or a slot once the class is promoted), up
 //! to [`LARGE_MIN`] bytes through its medium cache to the central heap, above that to a page
-//! mapping of its own. Tiny slots are told by their address (below [`tiny::end`], which `free`
+//! mapping of its own. Slots are told by their address (below [`tiny::end`], which `free`
 //! checks instead of NULL), other blocks by the word before them (see [`crate::large`]).
 //! Failures return NULL with errno `ENOMEM` (impossible sizes, no memory) or `EINVAL` (bad
 //! alignment); `free` never changes errno. Alignment is at least 16 bytes.
@@ -19,7 +20,7 @@ use crate::large;
 use crate::os::{self, PAGE};
 use crate::size_class::{
     class_of_request, class_of_usable, list_offset_of_request, slot_class_of_request, MAX_CLASS,
-    SMALL_MAX_REQUEST,
+    SLOT_AREAS, SMALL_MAX_REQUEST,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::tcache;
@@ -105,7 +106,7 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
     unsafe { free_with_header(block) }
 }
 
-/// `free` of a pointer below [`tiny::end`]: NULL, a tiny slot, or (only if the OS placed one
+/// `free` of a pointer below [`tiny::end`]: NULL, a slot, or (only if the OS placed one
 /// there) a block with a header.
 ///
 /// # Safety
@@ -113,11 +114,18 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
 #[inline(never)]
 unsafe extern "C" fn free_low(ptr: *mut c_void) {
     let ptr = ptr.cast::<u8>();
-    let back = tiny::areas_back(ptr);
-    if back < SLOT_CLASSES {
-        // SAFETY: a pointer in a class's area is not NULL, and one the caller frees is a live
-        // slot of the class `back` names.
-        return unsafe { tcache::push_slot_back(NonNull::new_unchecked(ptr), back) };
+    let area = tiny::area_of(ptr);
+    // Two tests where one would do, so that each call knows which side of `SLOT_CLASSES` its
+    // area lies on and finds the list without a branch: a tiny slot's free pays nothing for
+    // the promoted classes' slots.
+    if area < SLOT_CLASSES {
+        // SAFETY: a pointer in a slot area is not NULL, and one the caller frees is a live
+        // slot of that area.
+        return unsafe { tcache::push_slot(NonNull::new_unchecked(ptr), area) };
+    }
+    if area < SLOT_AREAS {
+        // SAFETY: as above.
+        return unsafe { tcache::push_slot(NonNull::new_unchecked(ptr), area) };
     }
     let Some(block) = NonNull::new(ptr) else {
         return;
@@ -129,10 +137,10 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
 /// `free` of a block with a header word: a central-heap block or a large one.
 ///
 /// # Safety
-/// `block` is a live block of this allocator other than a tiny slot, not used after this call.
+/// `block` is a live block of this allocator other than a slot, not used after this call.
 #[inline(always)]
 unsafe fn free_with_header(block: NonNull<u8>) {
-    // SAFETY: `block` is live and not a tiny slot, so it has a header word.
+    // SAFETY: `block` is live and not a slot, so it has a header word.
     unsafe {
         if large::is_large(block) {
             return free_large(block);
@@ -269,9 +277,9 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         os::set_errno(libc::ENOMEM);
         return null_mut();
     }
-    if let Some(class) = tiny::class_of(block.as_ptr()) {
-        // SAFETY: `block` is a live slot of `class`.
-        return unsafe { realloc_tiny(block, class, size) };
+    if let Some(usable) = tiny::slot_bytes_of(block.as_ptr()) {
+        // SAFETY: `block` is a live slot of `usable` bytes.
+        return unsafe { realloc_slot(block, usable, size) };
     }
     // SAFETY: `block` is live (the caller's promise) and has a header word.
     unsafe {
@@ -283,13 +291,13 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     }
 }
 
-/// A slot keeps a request that fits it and moves for any other.
+/// A slot keeps a request that fits it, unless that would leave more unused than a heap
+/// block keeps (see [`realloc_heap_block`]: never for a tiny slot), and moves for any other.
 ///
 /// # Safety
-/// `block` is a live slot of `class`; `0 < size <= MAX_REQUEST`.
-unsafe fn realloc_tiny(block: NonNull<u8>, class: usize, size: usize) -> *mut c_void {
-    let usable = tiny::slot_bytes(class);
-    if size <= usable {
+/// `block` is a live slot of `usable` bytes; `0 < size <= MAX_REQUEST`.
+unsafe fn realloc_slot(block: NonNull<u8>, usable: usize, size: usize) -> *mut c_void {
+    if size <= usable && usable - size < SHRINK_SLACK.max(usable / 2) {
         bump(&COUNTERS.realloc_in_place);
         return block.as_ptr().cast();
     }
@@ -494,8 +502,8 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         return 0;
     };
-    if let Some(class) = tiny::class_of(block.as_ptr()) {
-        return tiny::slot_bytes(class);
+    if let Some(usable) = tiny::slot_bytes_of(block.as_ptr()) {
+        return usable;
     }
     // SAFETY: `block` is live (the caller's promise) and has a header word.
     unsafe {

@@ -13,7 +13,7 @@
 //! | module | idea |
 //! |---|---|
 //! | [`size_class`] | 63 classes one 16 B granule apart, up to 1 KiB blocks; a block's header names its class |
-//! | [`tiny`] | requests up to 128 B: headerless slots of 16 to 128 B (every 16 B) in 64 KiB slabs of a reservation of their own; a slot's address names its class |
+//! | [`tiny`] | headerless slots in 64 KiB slabs of a reservation of their own, for requests up to 128 B (every 16 B) and, once a class has carved 16 KiB of core blocks, for its requests up to 376 B; a slot's address names its class |
 //! | [`tcache`] | per-thread lists of free small blocks in initial-exec TLS; no lock, no atomic on the fast paths |
 //! | [`medium`] | per-thread bins of free medium blocks (1 KiB to 256 KiB), exact sizes, bounded bytes |
 //! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`); per-class transfer batches between thread caches |
@@ -27,15 +27,16 @@
 //! | [`stats`] | slow-path counters, printed at exit with `HEAPWORKS_STATS=1` |
 //!
 //! `malloc(n)` for `128 < n <= 1016` pops the head of the calling thread's list for `n`'s
-//! class, and for `n <= 128` the head of its list of `n`'s slot class (slots of `n` rounded up
-//! to 16 B, with no header). `free(p)` first compares `p` with the end of the slots' reservation, which lies
+//! class (core blocks, joined by slots once a class up to 384 B is promoted), and for
+//! `n <= 128` the head of its list of `n`'s slot class (slots of `n` rounded up to 16 B, with
+//! no header). `free(p)` first compares `p` with the end of the slots' reservation, which lies
 //! below every other mapping: below it are NULL and the slots (whose class the address gives);
 //! otherwise it reads the word before `p`: if it carries `heapworks::EMBEDDER_TAG` the block is
 //! a large mapping, otherwise it is the core's header, whose size gives the class. Either way
 //! the block is pushed on the calling thread's list (whichever thread allocated it). Full lists grow
 //! within a per-thread budget or send half back to the central heap, left linked as the
 //! class's transfer batch if the heap has room (at most 256 KiB of them in all); empty lists
-//! take that batch whole, or a batch of fresh blocks. Slot lists trade with the slabs the same
+//! take that batch whole, or a batch of fresh blocks. Slots trade with the slabs the same
 //! way, under the slabs' own lock. A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
 //! the thread's medium bins, which freed medium blocks join (within an eighth of the thread's
 //! budget), then go to the central heap under its lock, as aligned ones do; `realloc` grows

@@ -4,16 +4,21 @@
 //! usable size names its class with one shift and no table. A block on class `c`'s list can
 //! hold `request_of_class(c) = c * GRANULE - WORD` bytes or more, and a request of
 //! `SLOT_MAX_REQUEST < n <= SMALL_MAX_REQUEST` bytes maps to the smallest class whose blocks all
-//! hold `n`. Requests of at most `SLOT_MAX_REQUEST` bytes take headerless slots instead (see
-//! [`crate::tiny`]), whose lists follow the classes' in the thread caches, largest slots first:
-//! slot class `k`'s list is `slot_list(k) = MAX_CLASS + 1 + SLOT_CLASSES - k`, which is
-//! `MAX_CLASS + 1 + tiny::areas_back(slot)` for a slot of it, so `free` finds a slot's list
-//! with a shift and an addressing mode.
+//! hold `n`. Requests of at most `SLOT_MAX_REQUEST` bytes take tiny slots instead (headerless,
+//! see [`crate::tiny`]), whose lists follow the classes' in the thread caches: tiny slot class
+//! `k`'s list is `slot_list(k) = MAX_CLASS + k`.
+//!
+//! Slot areas map onto lists by two offsets: the tiny slot classes' areas come first, area
+//! `k - 1` holding class `k`'s slots (list `area + MAX_CLASS + 1`), then one area per
+//! promotable class `FIRST_PROMOTABLE..=LAST_PROMOTABLE` (list `area - SLOT_CLASSES +
+//! FIRST_PROMOTABLE`), whose `c * GRANULE`-byte slots hold its requests. So `free` tells a
+//! tiny slot from anything else with one comparison and finds its list with an addressing
+//! mode, and a promoted class's slot with one comparison more.
 
 use heapworks::GRANULE;
 
 use crate::tcache;
-use crate::tiny::{slot_bytes, SLOT_CLASSES, SLOT_MAX_REQUEST};
+use crate::tiny::{SLOT_CLASSES, SLOT_MAX_REQUEST};
 
 const WORD: usize = core::mem::size_of::<usize>();
 
@@ -23,8 +28,20 @@ pub(crate) const MIN_CLASS: usize = 2;
 pub(crate) const MAX_CLASS: usize = 64;
 /// Entries in a per-class table indexed by class (entries below `MIN_CLASS` are unused).
 pub(crate) const CLASS_SLOTS: usize = MAX_CLASS + 1;
-/// The thread caches' lists: one per class (indexed by class), then one per slot class.
+/// The thread caches' lists: one per class (indexed by class), then one per tiny slot class.
 pub(crate) const LISTS: usize = CLASS_SLOTS + SLOT_CLASSES;
+/// The first class whose requests slots may serve once it is promoted (see [`crate::tiny`]):
+/// the first above the tiny slots.
+pub(crate) const FIRST_PROMOTABLE: usize = SLOT_CLASSES + 1;
+/// The last class that may be promoted (384 B blocks), by measurement: promoting the classes
+/// up to 512 B put realloc-free-10k's peak RSS at 1.13 to 1.16 times glibc's (its reallocs grow
+/// blocks into freed neighbours in the core heap, which a slot cannot do, so freed slots sat
+/// unused while grown blocks took fresh memory), up to 384 B at 1.02 times.
+pub(crate) const LAST_PROMOTABLE: usize = 24;
+/// Promotable classes: `FIRST_PROMOTABLE` to `LAST_PROMOTABLE`.
+pub(crate) const PROMOTABLE: usize = LAST_PROMOTABLE + 1 - FIRST_PROMOTABLE;
+/// Slot areas: one per tiny slot class, then one per promotable class.
+pub(crate) const SLOT_AREAS: usize = SLOT_CLASSES + PROMOTABLE;
 /// The largest request the thread caches serve.
 pub(crate) const SMALL_MAX_REQUEST: usize = MAX_CLASS * GRANULE - WORD;
 
@@ -74,32 +91,60 @@ pub(crate) const fn slot_class_of_request(bytes: usize) -> usize {
     }
 }
 
-/// The thread-cache list of slot class `slot_class`.
+/// The thread-cache list of tiny slot class `slot_class`.
 #[inline(always)]
 pub(crate) const fn slot_list(slot_class: usize) -> usize {
-    MAX_CLASS + 1 + SLOT_CLASSES - slot_class
+    MAX_CLASS + slot_class
 }
 
-/// The thread-cache list of a slot `back` areas back from the last class's (see
-/// [`crate::tiny::areas_back`]; `back < SLOT_CLASSES`).
+/// The slot area of tiny slot class `slot_class`.
 #[inline(always)]
-pub(crate) const fn slot_list_back(back: usize) -> usize {
-    MAX_CLASS + 1 + back
+pub(crate) const fn slot_area(slot_class: usize) -> usize {
+    slot_class - 1
 }
 
-/// Whether thread-cache list `list` holds slots rather than core blocks.
+/// The thread-cache list of the slots of area `area` (`area < SLOT_AREAS`).
+#[inline(always)]
+pub(crate) const fn list_of_area(area: usize) -> usize {
+    if area < SLOT_CLASSES {
+        area + MAX_CLASS + 1
+    } else {
+        area - SLOT_CLASSES + FIRST_PROMOTABLE
+    }
+}
+
+/// The slot area of list `list`'s slots: `None` for a class that is never promoted.
+#[inline(always)]
+pub(crate) const fn area_of_list(list: usize) -> Option<usize> {
+    if list > MAX_CLASS {
+        Some(list - MAX_CLASS - 1)
+    } else if FIRST_PROMOTABLE <= list && list <= LAST_PROMOTABLE {
+        Some(list - FIRST_PROMOTABLE + SLOT_CLASSES)
+    } else {
+        None
+    }
+}
+
+/// Whether thread-cache list `list` is a tiny slot class's (which holds slots only).
 #[inline(always)]
 pub(crate) const fn is_slot_list(list: usize) -> bool {
     list > MAX_CLASS
 }
 
-/// The bytes of a block on thread-cache list `list`.
+/// The bytes of a block on thread-cache list `list`: a tiny slot's, or a class's chunk (which
+/// is also the size of a promotable class's slots).
 pub(crate) const fn list_block_bytes(list: usize) -> usize {
     if is_slot_list(list) {
-        slot_bytes(MAX_CLASS + 1 + SLOT_CLASSES - list)
+        (list - MAX_CLASS) * GRANULE
     } else {
         list * GRANULE
     }
+}
+
+/// The bytes of a slot of area `area` (`area < SLOT_AREAS`), which is also what it can hold.
+#[inline(always)]
+pub(crate) const fn area_slot_bytes(area: usize) -> usize {
+    list_block_bytes(list_of_area(area))
 }
 
 /// The class of core blocks serving a request of `bytes <= SMALL_MAX_REQUEST` (for at most 8

@@ -11,17 +11,21 @@
 //! linked, as its class's transfer batch when the central heap has room for it, and a refill
 //! takes such a batch whole (growing the list's limit to hold it, within the budget): blocks
 //! one thread frees reach a thread that allocates them a batch per lock (see [`central`]).
-//! Slot lists refill from and flush to the slabs instead, under their lock; when no slab can be
-//! had, a slot request takes a core block of the class that holds as much.
+//! Tiny slot lists refill from and flush to the slabs instead, under their lock; when no slab
+//! can be had, a slot request takes a core block of the class that holds as much. So does a
+//! promoted class's list (see [`tiny::note_carved`]): it refills with slots of the class's
+//! area, and a flush sends its slots to the slabs and its core blocks (those carved before the
+//! promotion, or when no slab could be had) to the central heap.
 //!
 //! The cache also holds the thread's medium blocks ([`MediumCache`], an eighth of the budget) and
 //! its most recently freed large mapping ([`LargeSlot`]); their modules say how they work.
 //!
 //! Invariants:
 //! - For every list: `room + length of the list == limit`; every block on class `c`'s list is
-//!   a central-heap block that holds `request_of_class(c)` bytes, every block on slot class
-//!   `k`'s list a slot of that class. (A central-heap block never joins a slot list, nor a slot
-//!   a class's list: lists below `MIN_CLASS` are unused.)
+//!   a central-heap block that holds `request_of_class(c)` bytes or a slot of the class's area
+//!   (only once the class is promoted), every block on tiny slot class `k`'s list a slot of
+//!   that class. (A central-heap block never joins a tiny slot list; lists below `MIN_CLASS`
+//!   are unused.)
 //! - The cache starts zeroed (`Uninit`: every list empty, every room 0, no medium cache, the
 //!   large slot empty), so the fast paths fall into the slow paths, which set it up; `Dead`
 //!   (after the thread's exit destructor) keeps them all so for good, and the slow paths then
@@ -45,8 +49,8 @@ use crate::config;
 use crate::large::{self, LargeSlot};
 use crate::medium::MediumCache;
 use crate::size_class::{
-    class_of_request, is_slot_list, list_block_bytes, request_of_class, slot_list, slot_list_back,
-    LISTS, MAX_CLASS, MIN_CLASS,
+    area_of_list, class_of_request, is_slot_list, list_block_bytes, list_of_area, request_of_class,
+    slot_area, slot_list, LISTS, MIN_CLASS,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::tiny;
@@ -244,32 +248,48 @@ pub(crate) fn pop_slot(slot_class: usize) -> Option<NonNull<u8>> {
 
 #[inline(never)]
 fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
-    let fallback = class_of_request(tiny::slot_bytes(slot_class)).max(MIN_CLASS);
+    let list = slot_list(slot_class);
+    let area = slot_area(slot_class);
+    let fallback = class_of_request(list_block_bytes(list)).max(MIN_CLASS);
     if live_cache().is_none() {
-        let (slot, taken) = tiny::lock().take(slot_class, 1, core::ptr::null_mut());
+        let (slot, taken) = tiny::lock().take(area, 1, core::ptr::null_mut());
         if taken == 0 {
             return allocate_direct(fallback);
         }
         bump(&COUNTERS.central_direct);
         return NonNull::new(slot);
     }
-    let list = slot_list(slot_class);
     // SAFETY: the cache is this thread's and live; the lists are valid.
+    unsafe {
+        if refill_from_slabs(list, area) {
+            return pop(list);
+        }
+        pop(fallback).or_else(|| pop_slow(fallback))
+    }
+}
+
+/// Fills the empty list `list` with slots of `area` from the slabs. Returns whether it got any.
+///
+/// # Safety
+/// `list` is the calling thread's live cache's list of `area`'s slots.
+unsafe fn refill_from_slabs(list: usize, area: usize) -> bool {
+    // SAFETY: the list is this thread's; slots taken are linked through their first words.
     unsafe {
         // Like a class's list, a slot list grows only when frees overflow it. Growing it on
         // every refill too took budget the classes' lists then lacked (more flushes to the
         // central heap): allocator instructions of insert-delete-10k 6.99M against 6.08M
-        // without, realloc-free-10k 6.35M against 6.17M (python3 5.86M against 5.90M).
+        // without, realloc-free-10k 6.35M against 6.17M (python3 5.86M against 5.90M). It
+        // fills the whole list instead (a slab's slots cost a dozen instructions each, not a
+        // core block's 60 to 90, so an overflow's flush is cheap): insert-delete-10k 4.47M
+        // against 4.79M filling half, realloc-free-10k 5.08M against 5.41M, python3 5.26M
+        // against 5.37M.
         let bin = bin(list);
-        let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
+        let wanted = (*bin).room.clamp(1, MAX_REFILL);
         bump(&COUNTERS.refills);
-        let (head, taken) = tiny::lock().take(slot_class, wanted, (*bin).head);
+        let (head, taken) = tiny::lock().take(area, wanted, (*bin).head);
         (*bin).head = head;
         (*bin).room -= taken;
-        if taken > 0 {
-            return pop(list);
-        }
-        pop(fallback).or_else(|| pop_slow(fallback))
+        taken > 0
     }
 }
 
@@ -282,54 +302,53 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
     // SAFETY: the cache is this thread's; the block is the caller's to give up.
     unsafe {
         let Some(cache) = live_cache() else {
-            return release_one(block, class);
+            return release_one(block);
         };
         if push(block, class) {
             return;
         }
         make_room(cache, class);
         if !push(block, class) {
-            release_one(block, class);
+            release_one(block);
         }
     }
 }
 
-/// `free` of a slot `back` areas back from the last class's (see [`tiny::areas_back`]), whose
-/// list is `slot_list_back(back)`.
+/// `free` of a slot of area `area`, whose list is `list_of_area(area)`.
 ///
 /// # Safety
-/// `back < SLOT_CLASSES`; `slot` is a live slot of class `SLOT_CLASSES - back` that the
-/// caller gives up.
+/// `area < SLOT_AREAS`; `slot` is a live slot of that area that the caller gives up.
 #[inline(always)]
-pub(crate) unsafe fn push_slot_back(slot: NonNull<u8>, back: usize) {
-    // SAFETY: forwarded from the caller: the list is the slot class's.
+pub(crate) unsafe fn push_slot(slot: NonNull<u8>, area: usize) {
+    // SAFETY: forwarded from the caller: the list is the area's.
     unsafe {
-        if !push(slot, slot_list_back(back)) {
+        if !push(slot, list_of_area(area)) {
             push_slot_slow(slot);
         }
     }
 }
 
-/// [`push_slot_back`] on a full list. Finds the list again from the slot, so that the fast
-/// path keeps nothing for it but the slot (one instruction fewer).
+/// [`push_slot`] on a full list. Finds the list again from the slot, so that the fast path
+/// keeps nothing for it but the slot (one instruction fewer).
 ///
 /// # Safety
 /// `slot` is a live slot that the caller gives up.
 #[inline(never)]
 unsafe fn push_slot_slow(slot: NonNull<u8>) {
-    let list = slot_list_back(tiny::areas_back(slot.as_ptr()));
-    // SAFETY: forwarded from the caller: the list is the slot's class's.
+    let list = list_of_area(tiny::area_of(slot.as_ptr()));
+    // SAFETY: forwarded from the caller: the list is the slot's area's.
     unsafe { push_slow(slot, list) }
 }
 
-/// Gives one block of list `class` back to the slabs or the central heap, bypassing the cache.
+/// Gives one block of a list back to the slabs (a slot) or the central heap, bypassing the
+/// cache.
 ///
 /// # Safety
 /// As for [`push`].
-unsafe fn release_one(block: NonNull<u8>, class: usize) {
+unsafe fn release_one(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
     unsafe {
-        if is_slot_list(class) {
+        if tiny::is_slot(block.as_ptr()) {
             tiny::lock().give_back_one(block);
         } else {
             central::lock().free(block);
@@ -461,16 +480,29 @@ fn list_bytes(class: usize, blocks: u32) -> usize {
     block_bytes(class) * blocks as usize
 }
 
-/// Fills the empty list of `class` from the central heap: with the class's transfer batch,
-/// whole, if the list's limit can be grown to hold it within the thread's budget (a thread
-/// that allocates what another frees thus takes a batch per lock), else with up to
-/// `MAX_REFILL` fresh blocks.
+/// The slot area serving the refills of class `class`: `Some` once the class is promoted (see
+/// [`tiny::note_carved`]); never for a tiny slot class's list (whose area is not a promotable
+/// class's, so never opens: its refills always come from the slabs).
+fn open_area(class: usize) -> Option<usize> {
+    area_of_list(class).filter(|&area| tiny::is_open(area))
+}
+
+/// Fills the empty list of `class`: from the slabs if the class is promoted and they have
+/// slots; else from the central heap, with the class's transfer batch, whole, if the list's
+/// limit can be grown to hold it within the thread's budget (a thread that allocates what
+/// another frees thus takes a batch per lock), else with up to `MAX_REFILL` fresh blocks, which
+/// count towards the class's promotion.
 ///
 /// # Safety
 /// `cache` is the calling thread's live cache, whose list of `class` is empty.
 unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
     // SAFETY: the list is this thread's; fresh blocks are linked through their first word.
     unsafe {
+        if let Some(area) = open_area(class) {
+            if refill_from_slabs(class, area) {
+                return Some(());
+            }
+        }
         let bin = bin(class);
         let mut central = central::lock();
         bump(&COUNTERS.refills);
@@ -488,7 +520,16 @@ unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
             }
             None => {
                 let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
-                central.allocate_list(layout_of_class(class), wanted, (*bin).head)
+                let (head, made) =
+                    central.allocate_list(layout_of_class(class), wanted, (*bin).head);
+                let carved = list_bytes(class, made);
+                if area_of_list(class).is_some_and(|area| tiny::note_carved(area, carved)) {
+                    // Promoted: no refill takes the class's batch any more.
+                    if let Some((batch, count)) = central.take_batch(class, block_bytes(class)) {
+                        release_list(&mut central, &mut batch.as_ptr(), count);
+                    }
+                }
+                (head, made)
             }
         };
         drop(central);
@@ -535,42 +576,128 @@ unsafe fn grow_limit(cache: *mut ThreadCache, class: usize) -> bool {
     }
 }
 
-/// Sends up to `count` blocks from the front of the list of `class` back to the central heap:
-/// as the class's transfer batch if the heap takes it, else block by block.
+/// Sends up to `count` blocks from the front of the list of `class` back: its slots to the
+/// slabs, its central-heap blocks to the central heap, as the class's transfer batch if the
+/// heap takes it (never for a promoted class, whose refills do not look for one), else block
+/// by block.
 ///
 /// # Safety
 /// `class` is a valid class whose list is the calling thread's.
 unsafe fn flush(class: usize, count: u32) {
-    // SAFETY: the list is this thread's and its blocks are live central-heap blocks of `class`,
-    // linked through their first words.
+    // SAFETY: the list is this thread's, and its blocks are live blocks of `class`.
+    unsafe {
+        let cut = cut(class, count);
+        let batched = cut.core_count > 0 && {
+            let mut central = central::lock();
+            let core = NonNull::new_unchecked(cut.core);
+            // Asked under the central lock, under which a class is promoted (and its batch
+            // dropped), so no batch is left to a promoted class.
+            open_area(class).is_none()
+                && central.offer_batch(class, core, cut.core_count, block_bytes(class))
+        };
+        release_cut(cut, !batched);
+    }
+    bump(&COUNTERS.flushes);
+}
+
+/// Blocks cut from a list: its slots and its central-heap blocks, each a null-terminated list.
+struct Cut {
+    slots: *mut u8,
+    slot_count: u32,
+    core: *mut u8,
+    core_count: u32,
+}
+
+/// Cuts the first `count` blocks (or all) off the list of `class`. Only a promoted class's
+/// list can hold both slots and central-heap blocks, and only its blocks are sorted (a tiny
+/// slot list holds slots only, any other class's list central-heap blocks only).
+///
+/// # Safety
+/// `class` is a valid list of the calling thread's cache.
+unsafe fn cut(class: usize, count: u32) -> Cut {
+    let null = core::ptr::null_mut();
+    // SAFETY: the list is this thread's; its blocks are linked through their first words.
     unsafe {
         let bin = bin(class);
         let Some(first) = NonNull::new((*bin).head) else {
-            return;
+            return Cut {
+                slots: null,
+                slot_count: 0,
+                core: null,
+                core_count: 0,
+            };
         };
-        // Cut the first `count` blocks (or all) off the list, null-terminated.
+        if open_area(class).is_some() {
+            let mut cut = Cut {
+                slots: null,
+                slot_count: 0,
+                core: null,
+                core_count: 0,
+            };
+            let mut head = first.as_ptr();
+            while let Some(block) =
+                NonNull::new(head).filter(|_| cut.slot_count + cut.core_count < count)
+            {
+                head = block.cast::<*mut u8>().read();
+                let (list, listed) = if tiny::is_slot(block.as_ptr()) {
+                    (&mut cut.slots, &mut cut.slot_count)
+                } else {
+                    (&mut cut.core, &mut cut.core_count)
+                };
+                block.cast::<*mut u8>().write(*list);
+                *list = block.as_ptr();
+                *listed += 1;
+            }
+            (*bin).head = head;
+            (*bin).room += cut.slot_count + cut.core_count;
+            return cut;
+        }
+        // The first `count` blocks (or all), null-terminated, kept in order.
         let mut last = first;
-        let mut cut = 1;
-        while cut < count {
+        let mut taken = 1;
+        while taken < count {
             let Some(next) = NonNull::new(last.cast::<*mut u8>().read()) else {
                 break;
             };
             last = next;
-            cut += 1;
+            taken += 1;
         }
         (*bin).head = last.cast::<*mut u8>().read();
-        last.cast::<*mut u8>().write(core::ptr::null_mut());
-        (*bin).room += cut;
+        last.cast::<*mut u8>().write(null);
+        (*bin).room += taken;
         if is_slot_list(class) {
-            tiny::lock().give_back(first.as_ptr(), cut);
+            Cut {
+                slots: first.as_ptr(),
+                slot_count: taken,
+                core: null,
+                core_count: 0,
+            }
         } else {
-            let mut central = central::lock();
-            if !central.offer_batch(class, first, cut, block_bytes(class)) {
-                release_list(&mut central, &mut first.as_ptr(), cut);
+            Cut {
+                slots: null,
+                slot_count: 0,
+                core: first.as_ptr(),
+                core_count: taken,
             }
         }
     }
-    bump(&COUNTERS.flushes);
+}
+
+/// Gives the slots of `cut` back to the slabs and, if `core_too`, its central-heap blocks to
+/// the central heap.
+///
+/// # Safety
+/// The blocks of `cut` are live blocks that nobody else uses.
+unsafe fn release_cut(mut cut: Cut, core_too: bool) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if cut.slot_count > 0 {
+            tiny::lock().give_back(cut.slots, cut.slot_count);
+        }
+        if core_too && cut.core_count > 0 {
+            release_list(&mut central::lock(), &mut cut.core, cut.core_count);
+        }
+    }
 }
 
 /// Frees up to `count` blocks from the front of the list at `head` into the central heap.
@@ -603,22 +730,13 @@ fn retire() {
             return;
         }
         (*cache).state = State::Dead;
-        let mut slabs = tiny::lock();
-        for class in slot_list(1)..LISTS {
+        for class in MIN_CLASS..LISTS {
+            release_cut(cut(class, u32::MAX), true);
             let bin = bin(class);
-            slabs.give_back((*bin).head, u32::MAX);
-            (*bin).head = core::ptr::null_mut();
             (*bin).room = 0;
             (*bin).limit = 0;
         }
-        drop(slabs);
         let mut central = central::lock();
-        for class in MIN_CLASS..=MAX_CLASS {
-            let bin = bin(class);
-            release_list(&mut central, &mut (*bin).head, u32::MAX);
-            (*bin).room = 0;
-            (*bin).limit = 0;
-        }
         if let Some(medium) = medium_cache(cache) {
             (*cache).medium = core::ptr::null_mut();
             MediumCache::destroy(medium, &mut central);

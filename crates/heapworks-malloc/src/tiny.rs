@@ -1,103 +1,129 @@
-//! Tiny blocks: requests of at most 128 bytes get a slot with no header, of 16 to 128 bytes
-//! in steps of 16, cut from slabs in an address-space reservation of their own. A block of `n`
-//! bytes thus costs `n` rounded up to 16 rather than the core's `n + 8` rounded up to 16 (at
-//! least 32): half for blocks of up to 16 bytes, a quarter for 41 to 48. And a slot never
-//! passes through the core heap: a refill or a flush costs the slabs about a dozen
-//! instructions a slot, where the core's allocate and free cost 60 to 90 a block and coalesce.
+//! Slots: blocks with no header, cut from slabs in an address-space reservation of their own.
+//! They serve every request of at most 128 bytes (tiny slots of 16 to 128 bytes, in steps of
+//! 16), and the requests of each larger class up to 384 bytes once the class has proved hot
+//! (promoted slots of the class's 144 to 384 bytes; [`crate::size_class`] says why they stop
+//! there). A tiny block of `n` bytes thus costs `n` rounded up to 16 rather than the core's
+//! `n + 8` rounded up to 16 (at least 32): half for blocks of up to 16 bytes, a quarter for 41
+//! to 48. And a slot never passes through the core heap: a refill or a flush costs the slabs
+//! about a dozen instructions a slot, where the core's allocate and free cost 60 to 90 a block
+//! and coalesce.
 //!
 //! ```text
-//! base                 one area of STRIDE bytes for the table, then one per slot class
-//! | table: SlabMeta of slab 0 of classes 1..=8, of slab 1, ... || slabs of 16 B || ... 128 B | end
+//! base               one area of STRIDE bytes per slot size, then one for the table
+//! | 16 B | ... | 128 B | 144 B (class 9) | ... | 384 B (class 24) | table | end
 //! ```
 //!
-//! Classes stop at 128 bytes by measurement: every class costs a program that uses it at
-//! least a page of its own, and 16 classes (up to 256 B) raised git-log's peak RSS by 4 % (to
-//! 1.13 times glibc's), where 8 cost less than 1 %.
+//! Every slot class costs a program that uses it at least a page of its own, which is why
+//! tiny slots stop at 128 bytes (16 classes, up to 256 B, raised git-log's peak RSS by 4 %, to
+//! 1.13 times glibc's; 8 cost less than 1 %). A larger class's slots are therefore opened
+//! only once the central heap has carved [`PROMOTE_AFTER_BYTES`] of fresh blocks for its
+//! refills ([`note_carved`]): a program that uses a class a little keeps its blocks in the
+//! core heap, where every size shares the same pages, while one that churns megabytes of it
+//! (more than its thread cache holds) moves those blocks between its cache and the slabs
+//! instead of through the core's allocate and free. Once open, an area stays open; the core
+//! blocks of its class still in use keep circulating through the class's thread-cache lists
+//! beside its slots (see [`crate::tcache`]).
 //!
 //! A slot has no header, so nothing in front of it says what it is: its address does. The
 //! region is reserved once, at a fixed address far below where the kernel places mappings
 //! (`MAP_FIXED_NOREPLACE`, so nothing else is ever replaced), and [`end`] is one past it.
 //! `free` sends every pointer below `end` (NULL included: `end` starts at 1) to its slow path,
-//! where [`areas_back`] tells a slot from the rest and names its class with one subtraction
-//! and one shift; every other block of this library lies above `end` in practice, and would
-//! only take that slow path if it did not. A slot's slab (so its metadata) is its offset
-//! within its class's area shifted right: O(1), no lookup.
+//! where [`area_of`] tells a slot from the rest and names its area (so its list and size) with
+//! one addition and one shift; every other block of this library lies above `end` in
+//! practice, and would only take that slow path if it did not. A slot's slab (so its
+//! metadata) is its offset within its area shifted right: O(1), no lookup.
 //!
 //! Slots move between the slabs and the thread caches in batches under [`SLABS`]'s lock (see
-//! [`crate::tcache`]): a refill takes slots from the partial slab at the head of its class's
+//! [`crate::tcache`]): a refill takes slots from the partial slab at the head of its area's
 //! list, first from its free list (slots given back), then from its fresh part (never used
 //! since the slab started, so nothing needs building until a batch asks). A slab that becomes
-//! empty stays resident if fewer than [`EMPTY_KEPT`] others of its class are, else its pages go
+//! empty stays resident if fewer than [`EMPTY_KEPT`] others of its area are, else its pages go
 //! back to the OS (`madvise(MADV_DONTNEED)`) and it restarts clean; either way the next slab a
-//! refill of its class needs comes from those before new address space is committed. Resident
-//! empty slabs are thus bounded by `EMPTY_KEPT` per class.
+//! refill of its area needs comes from those before new address space is committed. Resident
+//! empty slabs are thus bounded by `EMPTY_KEPT` per area.
 //!
-//! Invariants, under the lock, for each class:
-//! - The table (all classes' metadata, interleaved) and the class's first `committed` slabs
-//!   are committed (readable and writable), and `started <= committed` slabs have been used.
-//! - Once the region is reserved, `END` is one past it and `LAST` its last byte; before (and
-//!   if it never is), 1 and `usize::MAX`.
+//! Invariants, under the lock, for each area:
+//! - The table's first `table_rows` rows (a row holds slab `i`'s metadata of every area) are
+//!   committed, and so are the area's first `committed <= table_rows` slabs; `started <=
+//!   committed` slabs have been used.
+//! - Once the region is reserved, `BASE_NEGATED` is its start negated and `END` one past it;
+//!   before (and if it never is), `BASE_NEGATED` is `2^63`, which puts every user address more
+//!   than `SPAN` past the start, and `END` is 1.
 //! - A slab's slot is exactly one of: on its slab's free list, at or above its `fresh` mark, or
 //!   out (handed to a thread cache or a program); `used` counts the slots out.
 //! - The partial list holds exactly the started slabs with `used > 0` and a slot to give (free
 //!   list or fresh part), doubly linked; the empty stack holds `empty_count <= EMPTY_KEPT` slabs
 //!   with `used == 0` whose pages are resident; the clean stack holds slabs with `used == 0`,
 //!   `fresh == 0`, an empty free list and discarded pages. Every started slab is in exactly one
-//!   of the three, or full (`used` is the class's slots per slab, in none).
-//! - Links are slab indices plus one (0: none), so the zeroed table of a new reservation is all
+//!   of the three, or full (`used` is the area's slots per slab, in none).
+//! - Links are slab indices plus one (0: none), so freshly committed rows of the table are all
 //!   fresh slabs outside every list.
+//! - A promotable class's area opens (its bit set in `OPEN`) once, for good, and only then do
+//!   its class's refills take its slots (the tiny areas' refills always do).
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use heapworks::GRANULE;
 
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
+use crate::size_class::{area_slot_bytes, PROMOTABLE, SLOT_AREAS};
 use crate::stats::{bump, COUNTERS};
 
-/// Slot classes: class `k` (1 to `SLOT_CLASSES`) has slots of `k * GRANULE` bytes.
+/// Tiny slot classes: class `k` (1 to `SLOT_CLASSES`) has slots of `k * GRANULE` bytes.
 pub(crate) const SLOT_CLASSES: usize = 8;
-/// The largest request a slot serves.
+/// The largest request a tiny slot serves.
 pub(crate) const SLOT_MAX_REQUEST: usize = SLOT_CLASSES * GRANULE;
+/// Fresh blocks the central heap carves for a promotable class's refills before its slots
+/// open. git-log's trace never opens one (even at 8 KiB: its 717 blocks of 129 to 1016 B
+/// spread over 51 classes); the seed scripts' classes (about 900 blocks each) open within
+/// their first 120 blocks, and python3's, gcc's and cargo's busiest few open too.
+pub(crate) const PROMOTE_AFTER_BYTES: usize = 16 << 10;
 const SLAB_SHIFT: u32 = 16;
 /// A slab's bytes (64 KiB): what is emptied and given back at a time.
 const SLAB_BYTES: usize = 1 << SLAB_SHIFT;
 const STRIDE_SHIFT: u32 = 31;
 /// The bytes of each area (2 GiB: 32768 slabs, 128 Mi slots of 16 B; beyond, the core serves
-/// the class's requests).
+/// the area's requests).
 const STRIDE: usize = 1 << STRIDE_SHIFT;
-/// The bytes of the region: the table's area, then one area per class.
-const SPAN: usize = (SLOT_CLASSES + 1) * STRIDE;
-/// Slabs in each class's area.
+/// The bytes of the region: one area per slot list, then the table's.
+const SPAN: usize = (SLOT_AREAS + 1) * STRIDE;
+/// Slabs in each area.
 const MAX_SLABS: usize = STRIDE / SLAB_BYTES;
-/// Bytes of the table (whole pages).
-const TABLE_BYTES: usize =
-    match os::round_to_pages(MAX_SLABS * SLOT_CLASSES * core::mem::size_of::<SlabMeta>()) {
-        Some(bytes) => bytes,
-        None => panic!("the table size overflows"),
-    };
+/// Bytes of one row of the table: slab `i`'s metadata of every area.
+const ROW_BYTES: usize = SLOT_AREAS * core::mem::size_of::<SlabMeta>();
 /// Slabs committed at a time (1 MiB: untouched pages cost nothing but commit charge).
 const COMMIT_SLABS: usize = 16;
-/// A class that has started this many slabs has each new one made resident at once (one
-/// system call, not 16 page faults): it will fill it, while a class that is used little keeps
+/// An area that has started this many slabs has each new one made resident at once (one
+/// system call, not 16 page faults): it will fill it, while an area that is used little keeps
 /// its slabs' untouched pages out of memory.
 const POPULATE_AFTER: usize = 4;
-/// Empty slabs of a class kept resident for the next refills; the others are given back.
+/// Empty slabs of an area kept resident for the next refills; the others are given back.
 const EMPTY_KEPT: u32 = 4;
 /// Where the region is asked for: 16 TiB, below the kernel's mapping area (which on x86-64
 /// grows down from near 128 TiB, or up from about 43 TiB in the legacy layout) and above
 /// where non-PIE executables, their `brk` heap and `MAP_32BIT` mappings live.
 const HINT: usize = 0x1000_0000_0000;
+/// `BASE_NEGATED` before the region is reserved: every address below `2^47` plus it lies more
+/// than `SPAN` above 0 (modulo `2^64`), so [`area_of`] names no area for any pointer.
+const NO_BASE_NEGATED: usize = 1 << 63;
 
-const _: () = assert!(TABLE_BYTES <= STRIDE);
+const _: () = assert!(MAX_SLABS * ROW_BYTES <= STRIDE);
 const _: () = assert!(HINT.is_multiple_of(STRIDE));
+const _: () = assert!(SLOT_AREAS <= 64);
 
+/// The region's start, negated (modulo `2^64`), once it is reserved; `NO_BASE_NEGATED` before
+/// (and if it never is). Negated, so that [`area_of`] adds it to a pointer it still needs
+/// rather than copying the pointer to subtract from it (one instruction fewer on `free`).
+static BASE_NEGATED: AtomicUsize = AtomicUsize::new(NO_BASE_NEGATED);
 /// One past the region's end once it is reserved; 1 before (and if it never is).
 static END: AtomicUsize = AtomicUsize::new(1);
-/// The region's last byte once it is reserved; before, `usize::MAX`, which lies more than
-/// `SPAN` above every user address.
-static LAST: AtomicUsize = AtomicUsize::new(usize::MAX);
+/// The promotable classes' areas whose slots serve their class (bit `a`: area `a`).
+static OPEN: AtomicU64 = AtomicU64::new(0);
+/// Bytes of fresh blocks the central heap has carved for each promotable class's refills (at
+/// `area - SLOT_CLASSES`).
+static CARVED: [AtomicUsize; PROMOTABLE] = [const { AtomicUsize::new(0) }; PROMOTABLE];
 
 /// The bound `free` compares every pointer with: below it lie NULL and every slot.
 #[inline(always)]
@@ -105,35 +131,87 @@ pub(crate) fn end() -> usize {
     END.load(Ordering::Relaxed)
 }
 
-/// How many areas back from the region's last one `ptr` lies: below `SLOT_CLASSES` for a
-/// pointer in a class's area (that of class `SLOT_CLASSES - back`), at least `SLOT_CLASSES`
-/// for any other (NULL and the table's area included, and every pointer before the region
-/// exists).
+/// The area `ptr` lies in: below `SLOT_AREAS` for a pointer in a slot area, as every slot
+/// (live or not) is; at least `SLOT_AREAS` for any other (NULL and the table's area included,
+/// and every pointer before the region exists).
 #[inline(always)]
-pub(crate) fn areas_back(ptr: *mut u8) -> usize {
-    LAST.load(Ordering::Relaxed).wrapping_sub(ptr.addr()) >> STRIDE_SHIFT
+pub(crate) fn area_of(ptr: *mut u8) -> usize {
+    ptr.addr()
+        .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed))
+        >> STRIDE_SHIFT
 }
 
-/// The class (1 to `SLOT_CLASSES`) of `ptr` if it lies in a class's area, as every slot (live
-/// or not) does; `None` for any other pointer, NULL included.
+/// Whether `ptr` lies in a slot area, as every slot does (and no other block).
 #[inline(always)]
-pub(crate) fn class_of(ptr: *mut u8) -> Option<usize> {
-    let back = areas_back(ptr);
-    (back < SLOT_CLASSES).then(|| SLOT_CLASSES - back)
+pub(crate) fn is_slot(ptr: *mut u8) -> bool {
+    area_of(ptr) < SLOT_AREAS
 }
 
-/// The bytes of a slot of class `class`, which is also what it can hold.
+/// The bytes of the slot `ptr` if it lies in a slot area; `None` for any other pointer, NULL
+/// included.
 #[inline(always)]
-pub(crate) const fn slot_bytes(class: usize) -> usize {
-    class * GRANULE
+pub(crate) fn slot_bytes_of(ptr: *mut u8) -> Option<usize> {
+    let area = area_of(ptr);
+    (area < SLOT_AREAS).then(|| slot_bytes(area))
 }
 
-/// The slots of a slab of class `class`.
-const fn slots(class: usize) -> u32 {
-    (SLAB_BYTES / slot_bytes(class)) as u32
+/// Whether the slots of promotable class's area `area` serve its class.
+#[inline]
+pub(crate) fn is_open(area: usize) -> bool {
+    OPEN.load(Ordering::Relaxed) & (1 << area) != 0
 }
 
-/// A slab's metadata, in its class's table.
+/// Counts `bytes` of fresh blocks carved by the central heap for the class of promotable
+/// area `area`, and opens the area once they reach [`PROMOTE_AFTER_BYTES`]. Returns whether
+/// this call opened it. Called with the central lock held, so that whoever holds it sees the
+/// class open or closed throughout (see [`crate::tcache`]'s flush).
+pub(crate) fn note_carved(area: usize, bytes: usize) -> bool {
+    let before = CARVED[area - SLOT_CLASSES].fetch_add(bytes, Ordering::Relaxed);
+    let opens = before < PROMOTE_AFTER_BYTES && before + bytes >= PROMOTE_AFTER_BYTES;
+    if opens {
+        OPEN.fetch_or(1 << area, Ordering::Relaxed);
+    }
+    opens
+}
+
+/// An area's slot size and slots per slab, by area: one load where the sizes' formula takes a
+/// branch and `SLAB_BYTES / size` a division.
+#[derive(Clone, Copy)]
+struct Geometry {
+    slot_bytes: u32,
+    slots: u32,
+}
+
+static GEOMETRY: [Geometry; SLOT_AREAS] = {
+    let mut geometry = [Geometry {
+        slot_bytes: 0,
+        slots: 0,
+    }; SLOT_AREAS];
+    let mut area = 0;
+    while area < SLOT_AREAS {
+        let bytes = area_slot_bytes(area);
+        geometry[area] = Geometry {
+            slot_bytes: bytes as u32,
+            slots: (SLAB_BYTES / bytes) as u32,
+        };
+        area += 1;
+    }
+    geometry
+};
+
+/// The bytes of a slot of area `area` (`area < SLOT_AREAS`).
+#[inline(always)]
+fn slot_bytes(area: usize) -> usize {
+    GEOMETRY[area].slot_bytes as usize
+}
+
+/// The slots of a slab of area `area`.
+#[inline(always)]
+fn slots(area: usize) -> u32 {
+    GEOMETRY[area].slots
+}
+
+/// A slab's metadata, in the table.
 #[repr(C)]
 struct SlabMeta {
     /// Slots given back, linked through their first words (null: none).
@@ -148,8 +226,8 @@ struct SlabMeta {
     prev: u32,
 }
 
-/// One class's slabs.
-struct Class {
+/// One area's slabs.
+struct Area {
     /// Slabs ever started (a prefix of the area).
     started: usize,
     /// Slabs committed (a prefix, at least `started`).
@@ -160,8 +238,8 @@ struct Class {
     clean: u32,
 }
 
-impl Class {
-    const NEW: Class = Class {
+impl Area {
+    const NEW: Area = Area {
         started: 0,
         committed: 0,
         partial: 0,
@@ -171,13 +249,17 @@ impl Class {
     };
 }
 
-/// The region and its classes' lists.
+/// The region and its areas' lists.
 pub(crate) struct Slabs {
     /// The region's start (null: not reserved yet).
     base: *mut u8,
-    /// The reservation was tried and failed: the core serves tiny requests.
+    /// The reservation was tried and failed: the core serves every request.
     failed: bool,
-    classes: [Class; SLOT_CLASSES],
+    /// The table: the slabs' metadata, in the area after the slots' (null: not reserved yet).
+    table: *mut SlabMeta,
+    /// Rows of the table committed.
+    table_rows: usize,
+    areas: [Area; SLOT_AREAS],
 }
 
 // SAFETY: the region belongs to the allocator alone; nothing ties it to a thread.
@@ -186,7 +268,9 @@ unsafe impl Send for Slabs {}
 static SLABS: SpinLock<Slabs> = SpinLock::new(Slabs {
     base: core::ptr::null_mut(),
     failed: false,
-    classes: [Class::NEW; SLOT_CLASSES],
+    table: core::ptr::null_mut(),
+    table_rows: 0,
+    areas: [Area::NEW; SLOT_AREAS],
 });
 
 /// Locks the slabs.
@@ -209,23 +293,23 @@ pub(crate) unsafe fn unlock_after_fork() {
 }
 
 impl Slabs {
-    /// Takes up to `count` slots of class `class` and links them into a list through their
+    /// Takes up to `count` slots of area `area` and links them into a list through their
     /// first words that ends in `rest`. Returns the list's head (`rest` when no slot could be
     /// had) and the number of slots taken.
-    pub(crate) fn take(&mut self, class: usize, count: u32, rest: *mut u8) -> (*mut u8, u32) {
-        let size = slot_bytes(class);
-        let slots = slots(class);
+    pub(crate) fn take(&mut self, area: usize, count: u32, rest: *mut u8) -> (*mut u8, u32) {
+        let size = slot_bytes(area);
+        let slots = slots(area);
         let mut head = rest;
         let mut taken = 0;
         while taken < count {
-            let Some(index) = self.partial_or_new(class) else {
+            let Some(index) = self.partial_or_new(area) else {
                 break;
             };
-            let slab = self.slab(class, index);
+            let slab = self.slab(area, index);
             // SAFETY: `index` names a started slab, whose metadata and slots are committed;
             // the lock is held, and its free-listed and fresh slots are nobody's.
             unsafe {
-                let meta = &mut *self.meta(class, index);
+                let meta = &mut *self.meta(area, index);
                 while taken < count {
                     let Some(slot) = NonNull::new(meta.free) else {
                         break;
@@ -253,7 +337,7 @@ impl Slabs {
                     taken += run;
                 }
                 if meta.free.is_null() && meta.fresh == slots {
-                    self.unlink_partial(class, index);
+                    self.unlink_partial(area, index);
                 }
             }
         }
@@ -284,114 +368,160 @@ impl Slabs {
     ///
     /// # Safety
     /// `slot` is a slot out of its slab that the caller gives up.
+    #[inline(always)]
     pub(crate) unsafe fn give_back_one(&mut self, slot: NonNull<u8>) {
         let offset = slot.as_ptr().addr() - self.base.addr();
-        let class = offset >> STRIDE_SHIFT;
+        let area = offset >> STRIDE_SHIFT;
         let index = (offset & (STRIDE - 1)) >> SLAB_SHIFT;
         // SAFETY: a slot out of its slab lies in a started slab, whose metadata is committed;
         // the lock is held.
         unsafe {
-            let meta = &mut *self.meta(class, index);
-            let was_full = meta.free.is_null() && meta.fresh == slots(class);
+            let meta = &mut *self.meta(area, index);
+            // Most slots go back to a slab that keeps others out and is on the partial list
+            // already (it has a free list), which changes no list.
+            if meta.used > 1 && !meta.free.is_null() {
+                slot.cast::<*mut u8>().write(meta.free);
+                meta.free = slot.as_ptr();
+                meta.used -= 1;
+            } else {
+                self.give_back_to_edge(slot, area, index);
+            }
+        }
+    }
+
+    /// Gives back a slot of slab `index` of `area` that is the slab's last out, or its first
+    /// back since the slab last had none to give (it may be full).
+    ///
+    /// # Safety
+    /// As for [`Slabs::give_back_one`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn give_back_to_edge(&mut self, slot: NonNull<u8>, area: usize, index: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let meta = &mut *self.meta(area, index);
+            let was_full = meta.free.is_null() && meta.fresh == slots(area);
             slot.cast::<*mut u8>().write(meta.free);
             meta.free = slot.as_ptr();
             meta.used -= 1;
             if meta.used == 0 {
                 if !was_full {
-                    self.unlink_partial(class, index);
+                    self.unlink_partial(area, index);
                 }
-                self.retire_empty(class, index);
+                self.retire_empty(area, index);
             } else if was_full {
-                self.link_partial(class, index);
+                self.link_partial(area, index);
             }
         }
     }
 
-    /// The slab of `class` at the head of its partial list, or else an empty, clean or new one
+    /// The slab of `area` at the head of its partial list, or else an empty, clean or new one
     /// put there.
-    fn partial_or_new(&mut self, class: usize) -> Option<usize> {
-        let state = &self.classes[class - 1];
+    fn partial_or_new(&mut self, area: usize) -> Option<usize> {
+        let state = &self.areas[area];
         if state.partial != 0 {
             return Some(state.partial as usize - 1);
         }
         let index = if state.empty != 0 {
             let top = state.empty as usize - 1;
-            let rest = self.pop(class, top);
-            let state = &mut self.classes[class - 1];
+            let rest = self.pop(area, top);
+            let state = &mut self.areas[area];
             state.empty = rest;
             state.empty_count -= 1;
             top
         } else if state.clean != 0 {
             let top = state.clean as usize - 1;
-            self.classes[class - 1].clean = self.pop(class, top);
+            self.areas[area].clean = self.pop(area, top);
             top
         } else {
-            self.start_new(class)?
+            self.start_new(area)?
         };
-        self.link_partial(class, index);
+        self.link_partial(area, index);
         Some(index)
     }
 
-    /// Starts the next slab of `class` (reserving the region first), committing as needed.
-    fn start_new(&mut self, class: usize) -> Option<usize> {
+    /// Starts the next slab of `area` (reserving the region first), committing as needed.
+    fn start_new(&mut self, area: usize) -> Option<usize> {
         if self.base.is_null() && !self.reserve() {
             return None;
         }
-        let state = &self.classes[class - 1];
+        let state = &self.areas[area];
         let (started, committed) = (state.started, state.committed);
         if started == MAX_SLABS {
             return None;
         }
         if started == committed {
             let step = COMMIT_SLABS.min(MAX_SLABS - committed);
-            // SAFETY: the range lies in the class's area, past its committed part.
-            if !unsafe { os::commit(self.slab(class, committed), step * SLAB_BYTES) } {
+            if !self.commit_rows(committed + step) {
                 return None;
             }
-            self.classes[class - 1].committed += step;
+            // SAFETY: the range lies in the area, past its committed part.
+            if !unsafe { os::commit(self.slab(area, committed), step * SLAB_BYTES) } {
+                return None;
+            }
+            self.areas[area].committed += step;
         }
         if started >= POPULATE_AFTER {
             // SAFETY: the slab is committed and nothing uses it yet.
-            unsafe { os::populate(self.slab(class, started), SLAB_BYTES) };
+            unsafe { os::populate(self.slab(area, started), SLAB_BYTES) };
         }
         bump(&COUNTERS.tiny_slabs);
-        self.classes[class - 1].started += 1;
+        self.areas[area].started += 1;
         Some(started)
     }
 
-    /// Reserves the region at [`HINT`] and commits the classes' tables. Returns whether it
-    /// could (once it could not, it never tries again).
+    /// Commits the table's rows up to `rows` (whole pages). Returns whether it could.
+    fn commit_rows(&mut self, rows: usize) -> bool {
+        if rows <= self.table_rows {
+            return true;
+        }
+        let table = self.table.cast::<u8>();
+        let (Some(from), Some(to)) = (
+            os::round_to_pages(self.table_rows * ROW_BYTES),
+            os::round_to_pages(rows * ROW_BYTES),
+        ) else {
+            return false;
+        };
+        if to > from {
+            let start = NonNull::new(table.wrapping_add(from)).unwrap_or(NonNull::dangling());
+            // SAFETY: the range lies in the table's area (`MAX_SLABS` rows fit), past its
+            // committed part.
+            if !unsafe { os::commit(start, to - from) } {
+                return false;
+            }
+        }
+        self.table_rows = to / ROW_BYTES;
+        true
+    }
+
+    /// Reserves the region at [`HINT`]. Returns whether it could (once it could not, it never
+    /// tries again).
     #[cold]
     fn reserve(&mut self) -> bool {
         if self.failed {
             return false;
         }
-        let reserved = os::reserve_at(HINT, SPAN).filter(|&base| {
-            // SAFETY: the table lies at the start of the fresh reservation.
-            let committed = unsafe { os::commit(base, TABLE_BYTES) };
-            if !committed {
-                // SAFETY: the reservation was just made and nothing uses it.
-                unsafe { os::unmap(base, SPAN) };
-            }
-            committed
-        });
-        let Some(base) = reserved else {
+        let Some(base) = os::reserve_at(HINT, SPAN) else {
             self.failed = true;
             return false;
         };
         self.base = base.as_ptr();
+        self.table = base
+            .as_ptr()
+            .wrapping_add(SLOT_AREAS * STRIDE)
+            .cast::<SlabMeta>();
+        BASE_NEGATED.store(base.as_ptr().addr().wrapping_neg(), Ordering::Relaxed);
         END.store(base.as_ptr().addr() + SPAN, Ordering::Relaxed);
-        LAST.store(base.as_ptr().addr() + SPAN - 1, Ordering::Relaxed);
         true
     }
 
-    /// An empty slab: kept resident if few others of its class are, else its pages go back
+    /// An empty slab: kept resident if few others of its area are, else its pages go back
     /// and it restarts.
-    fn retire_empty(&mut self, class: usize, index: usize) {
-        let state = &self.classes[class - 1];
+    fn retire_empty(&mut self, area: usize, index: usize) {
+        let state = &self.areas[area];
         if state.empty_count < EMPTY_KEPT {
-            let top = self.push(class, index, state.empty);
-            let state = &mut self.classes[class - 1];
+            let top = self.push(area, index, state.empty);
+            let state = &mut self.areas[area];
             state.empty = top;
             state.empty_count += 1;
             return;
@@ -401,76 +531,74 @@ impl Slabs {
         // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
         // free list is dropped with its pages.
         unsafe {
-            os::discard(self.slab(class, index), SLAB_BYTES);
-            let meta = &mut *self.meta(class, index);
+            os::discard(self.slab(area, index), SLAB_BYTES);
+            let meta = &mut *self.meta(area, index);
             meta.free = core::ptr::null_mut();
             meta.fresh = 0;
         }
         os::set_errno(saved);
         bump(&COUNTERS.tiny_discards);
-        let top = self.push(class, index, self.classes[class - 1].clean);
-        self.classes[class - 1].clean = top;
+        let top = self.push(area, index, self.areas[area].clean);
+        self.areas[area].clean = top;
     }
 
-    fn link_partial(&mut self, class: usize, index: usize) {
-        let old = self.classes[class - 1].partial;
+    fn link_partial(&mut self, area: usize, index: usize) {
+        let old = self.areas[area].partial;
         // SAFETY: started slabs' metadata is committed; the lock is held.
         unsafe {
-            let meta = &mut *self.meta(class, index);
+            let meta = &mut *self.meta(area, index);
             meta.next = old;
             meta.prev = 0;
             if old != 0 {
-                (*self.meta(class, old as usize - 1)).prev = index as u32 + 1;
+                (*self.meta(area, old as usize - 1)).prev = index as u32 + 1;
             }
         }
-        self.classes[class - 1].partial = index as u32 + 1;
+        self.areas[area].partial = index as u32 + 1;
     }
 
-    fn unlink_partial(&mut self, class: usize, index: usize) {
+    fn unlink_partial(&mut self, area: usize, index: usize) {
         // SAFETY: as in `link_partial`; the slab is on the partial list.
         unsafe {
-            let meta = &mut *self.meta(class, index);
+            let meta = &mut *self.meta(area, index);
             let (next, prev) = (meta.next, meta.prev);
             meta.next = 0;
             meta.prev = 0;
             if next != 0 {
-                (*self.meta(class, next as usize - 1)).prev = prev;
+                (*self.meta(area, next as usize - 1)).prev = prev;
             }
             if prev != 0 {
-                (*self.meta(class, prev as usize - 1)).next = next;
+                (*self.meta(area, prev as usize - 1)).next = next;
             } else {
-                self.classes[class - 1].partial = next;
+                self.areas[area].partial = next;
             }
         }
     }
 
-    /// Links slab `index` of `class` on top of the stack whose top is `top`; returns the new
+    /// Links slab `index` of `area` on top of the stack whose top is `top`; returns the new
     /// top.
-    fn push(&mut self, class: usize, index: usize, top: u32) -> u32 {
+    fn push(&mut self, area: usize, index: usize, top: u32) -> u32 {
         // SAFETY: started slabs' metadata is committed; the lock is held.
-        unsafe { (*self.meta(class, index)).next = top };
+        unsafe { (*self.meta(area, index)).next = top };
         index as u32 + 1
     }
 
-    /// Unlinks slab `index` of `class`, the top of a stack; returns the new top.
-    fn pop(&mut self, class: usize, index: usize) -> u32 {
+    /// Unlinks slab `index` of `area`, the top of a stack; returns the new top.
+    fn pop(&mut self, area: usize, index: usize) -> u32 {
         // SAFETY: as in `push`.
-        unsafe { core::mem::take(&mut (*self.meta(class, index)).next) }
+        unsafe { core::mem::take(&mut (*self.meta(area, index)).next) }
     }
 
-    /// The first slot of slab `index` of `class` (meaningful once the region is reserved).
-    fn slab(&self, class: usize, index: usize) -> NonNull<u8> {
-        let slab = self.base.wrapping_add(class * STRIDE + index * SLAB_BYTES);
+    /// The first slot of slab `index` of `area` (meaningful once the region is reserved).
+    fn slab(&self, area: usize, index: usize) -> NonNull<u8> {
+        let slab = self.base.wrapping_add(area * STRIDE + index * SLAB_BYTES);
         NonNull::new(slab).unwrap_or(NonNull::dangling())
     }
 
-    /// The metadata of slab `index` of `class` (valid to use once the table is committed).
-    /// The table interleaves the classes (slab 0 of every class, then slab 1, ...), so a
-    /// program that uses each class a little touches one page of it, not one per class.
-    fn meta(&self, class: usize, index: usize) -> *mut SlabMeta {
-        let entry = index * SLOT_CLASSES + class - 1;
-        self.base
-            .wrapping_add(entry * core::mem::size_of::<SlabMeta>())
-            .cast()
+    /// The metadata of slab `index` of `area` (valid to use once its row is committed). The
+    /// table interleaves the areas (slab 0 of every area, then slab 1, ...), so a program that
+    /// uses each area a little touches one page of it, not one per area.
+    #[inline(always)]
+    fn meta(&self, area: usize, index: usize) -> *mut SlabMeta {
+        self.table.wrapping_add(index * SLOT_AREAS + area)
     }
 }

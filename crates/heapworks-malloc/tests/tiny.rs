@@ -1,7 +1,8 @@
-//! Tiny blocks, the headerless slots of requests up to 128 bytes (tests/c/tiny.c): alignment,
-//! usable sizes, realloc and calloc; frees from another thread and from a forked child; slabs
-//! that empty go back to the OS and serve later requests; core blocks serve those requests
-//! when the slots' reservation cannot be made.
+//! Slots, the headerless blocks of requests up to 128 bytes and of promoted classes up to 384
+//! bytes (tests/c/tiny.c): alignment, usable sizes, realloc and calloc; frees from another
+//! thread and from a forked child; slabs that empty go back to the OS and serve later
+//! requests; core blocks serve those requests when the slots' reservation cannot be made;
+//! classes promoted to slots once they carve enough core blocks, and only those up to 384 B.
 
 mod common;
 
@@ -40,6 +41,14 @@ fn slots_freed_by_other_threads_and_forked_children_are_reused() {
     // round reuses them.
     let started = stat_numbers(&output, "tiny slabs:")[0];
     assert!(started < 300, "{started} slabs started");
+}
+
+#[test]
+fn hot_classes_up_to_384_bytes_move_to_slots() {
+    let output = run("promoted");
+    // 16 promoted classes of 300 blocks (at least 136 B) per size: at least a slab each.
+    let started = stat_numbers(&output, "tiny slabs:")[0];
+    assert!(started >= 16, "{started} slabs started");
 }
 
 #[test]

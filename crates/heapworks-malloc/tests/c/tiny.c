@@ -1,5 +1,7 @@
-/* Tiny blocks (requests of at most 128 bytes, served by headerless slots), for tests/tiny.rs
- * (run with the library preloaded and HEAPWORKS_STATS=1, whose report the test reads).
+/* Slots: tiny blocks (requests of at most 128 bytes, served by headerless slots) and promoted
+ * classes (requests of 129 to 376 bytes, served by slots once their class has carved 16 KiB
+ * from the core heap), for tests/tiny.rs (run with the library preloaded and HEAPWORKS_STATS=1,
+ * whose report the test reads).
  *
  *   tiny shape    every size 0 to 128: 16-byte alignment, usable size (the slot's), blocks that
  *                 do not overlap, realloc within the slot and out of it, calloc of dirty slots
@@ -9,6 +11,12 @@
  *                 frees the parent's blocks
  *   tiny reuse    1.6 million blocks allocated and freed twice; prints `rss <KiB> <KiB> <KiB>`
  *                 (resident after the first round's allocations, after its frees, at exit)
+ *   tiny promoted sizes 129 to 1016, 300 blocks each: core blocks (usable size 8 more than
+ *                 a multiple of 16) until the class is promoted, then slots (the class's size,
+ *                 a multiple of 16) for sizes up to 376 only; the blocks do not overlap; realloc
+ *                 across the tiny, promoted and core boundaries keeps the contents; another
+ *                 thread and a forked child free promoted slots (and the core blocks of their
+ *                 classes carved before), which serve again
  * Prints `<mode>: ok` and exits 0, or exits 1 at the first failed check. */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -148,12 +156,129 @@ static void reuse(void) {
     printf("rss %ld %ld %ld\n", peak, after_free, resident_kib());
 }
 
+#define PROMOTED_MAX 376 /* the largest request of the last promotable class (384 B) */
+#define SMALL_MAX 1016    /* the largest request the thread caches serve */
+#define PER_CLASS 300
+
+static size_t class_bytes(size_t n) { return (n + 8 + 15) / 16 * 16; }
+
+/* The sizes tried: every one up to 400 (the promotable classes and past them), then every 23rd
+ * and the largest (27 MiB of blocks in all). */
+static size_t next_size(size_t n) {
+    if (n < 400) return n + 1;
+    return n < SMALL_MAX && n + 23 > SMALL_MAX ? SMALL_MAX : n + 23;
+}
+
+static unsigned char *promoted_blocks[SMALL_MAX + 1][PER_CLASS];
+
+/* Fills block `i` of size `n` with a pattern naming both, and checks its first `len` bytes. */
+static void fill(unsigned char *p, size_t n, int i) { memset(p, (int)((n + (size_t)i) & 0xff), n); }
+static void check_prefix(const unsigned char *p, size_t len, size_t n, int i) {
+    for (size_t k = 0; k < len; k++) CHECK(p[k] == (unsigned char)((n + (size_t)i) & 0xff));
+}
+static void check_fill(const unsigned char *p, size_t n, int i) { check_prefix(p, n, n, i); }
+
+static void *free_promoted(void *unused) {
+    (void)unused;
+    for (size_t n = SLOT_MAX + 1; n <= PROMOTED_MAX; n++)
+        for (int i = 0; i < PER_CLASS; i += 2) {
+            check_fill(promoted_blocks[n][i], n, i);
+            free(promoted_blocks[n][i]);
+        }
+    return NULL;
+}
+
+static void promoted(void) {
+    for (size_t n = SLOT_MAX + 1; n <= SMALL_MAX; n = next_size(n)) {
+        int slots = 0;
+        for (int i = 0; i < PER_CLASS; i++) {
+            unsigned char *p = malloc(n);
+            CHECK(p != NULL && (uintptr_t)p % 16 == 0);
+            size_t usable = malloc_usable_size(p);
+            if (usable == class_bytes(n)) {
+                slots++;
+            } else {
+                CHECK(usable == class_bytes(n) - 8);
+                /* Once a class is promoted, its refills come from the slabs. */
+                CHECK(slots == 0);
+            }
+            fill(p, n, i);
+            promoted_blocks[n][i] = p;
+        }
+        /* 300 blocks of at least 136 bytes are 40 KiB: past the 16 KiB that promote a class. */
+        if (n <= PROMOTED_MAX) CHECK(slots > PER_CLASS / 2);
+        else CHECK(slots == 0);
+    }
+    for (size_t n = SLOT_MAX + 1; n <= SMALL_MAX; n = next_size(n))
+        for (int i = 0; i < PER_CLASS; i++) check_fill(promoted_blocks[n][i], n, i);
+
+    /* realloc: a promoted slot keeps a size it holds (unless that wastes 256 bytes and half),
+     * and moves, contents kept, across the tiny, promoted and core boundaries. */
+    unsigned char *p = promoted_blocks[200][PER_CLASS - 1];
+    CHECK(malloc_usable_size(p) == 208);
+    CHECK(realloc(p, 208) == p && realloc(p, 129) == p);
+    unsigned char *q = realloc(p, PROMOTED_MAX);
+    CHECK(q != NULL && malloc_usable_size(q) == 384);
+    check_prefix(q, 129, 200, PER_CLASS - 1);
+    CHECK(realloc(q, 129) == q);
+    unsigned char *r = realloc(q, 100);
+    CHECK(r != NULL && r != q && malloc_usable_size(r) == 112);
+    check_prefix(r, 100, 200, PER_CLASS - 1);
+    unsigned char *s = realloc(r, 300);
+    CHECK(s != NULL && malloc_usable_size(s) == class_bytes(300));
+    check_prefix(s, 100, 200, PER_CLASS - 1);
+    unsigned char *t = realloc(s, 900);
+    CHECK(t != NULL && malloc_usable_size(t) >= 900 && malloc_usable_size(t) % 16 == 8);
+    check_prefix(t, 100, 200, PER_CLASS - 1);
+    unsigned char *u = realloc(t, 150);
+    CHECK(u != NULL && malloc_usable_size(u) >= 150);
+    check_prefix(u, 100, 200, PER_CLASS - 1);
+    free(u);
+    promoted_blocks[200][PER_CLASS - 1] = malloc(200);
+    fill(promoted_blocks[200][PER_CLASS - 1], 200, PER_CLASS - 1);
+
+    /* Another thread frees every other promoted block (and exits, giving its cache back); a
+     * forked child frees the rest of them and allocates more; this thread allocates again. */
+    pthread_t freer;
+    CHECK(pthread_create(&freer, NULL, free_promoted, NULL) == 0);
+    CHECK(pthread_join(freer, NULL) == 0);
+    pid_t child = fork();
+    CHECK(child >= 0);
+    if (child == 0) {
+        for (size_t n = SLOT_MAX + 1; n <= PROMOTED_MAX; n++)
+            for (int i = 1; i < PER_CLASS; i += 2) {
+                check_fill(promoted_blocks[n][i], n, i);
+                free(promoted_blocks[n][i]);
+                unsigned char *v = malloc(n);
+                CHECK(v != NULL && malloc_usable_size(v) >= n);
+                fill(v, n, i);
+                promoted_blocks[n][i] = v;
+            }
+        _exit(0);
+    }
+    int status = 0;
+    CHECK(waitpid(child, &status, 0) == child && WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    for (size_t n = SLOT_MAX + 1; n <= PROMOTED_MAX; n++)
+        for (int i = 0; i < PER_CLASS; i += 2) {
+            unsigned char *v = malloc(n);
+            CHECK(v != NULL && malloc_usable_size(v) >= n);
+            fill(v, n, i);
+            promoted_blocks[n][i] = v;
+        }
+    for (size_t n = SLOT_MAX + 1; n <= SMALL_MAX; n = next_size(n))
+        for (int i = 0; i < PER_CLASS; i++) {
+            check_fill(promoted_blocks[n][i], n, i);
+            free(promoted_blocks[n][i]);
+        }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     if (!strcmp(argv[1], "shape")) shape();
     else if (!strcmp(argv[1], "fallback")) exact = 0, shape();
     else if (!strcmp(argv[1], "threads")) threads();
     else if (!strcmp(argv[1], "reuse")) reuse();
+    else if (!strcmp(argv[1], "promoted")) promoted();
     else return 2;
     printf("%s: ok\n", argv[1]);
     return 0;
