@@ -141,6 +141,27 @@ impl Lineup {
         lineup
     }
 
+    /// Copies every preloaded library into `dir` and preloads the copies from then on, so that
+    /// a library rebuilt or replaced while the run goes on (cargo builds heapworks-malloc into
+    /// the target directory this run reads it from) cannot change what later trials load; a
+    /// library that cannot be copied makes its column missing.
+    pub fn pinned(self, dir: &Path) -> Self {
+        let mut pinned = Self {
+            present: Vec::new(),
+            missing: self.missing,
+        };
+        for library in self.present {
+            match pin(&library, dir) {
+                Ok(preload) => pinned.present.push(Library { preload, ..library }),
+                Err(why) => pinned
+                    .missing
+                    .push((library.malloc, format!("missing: {why}"))),
+            }
+        }
+        pinned.missing.sort_by_key(|(malloc, _)| *malloc);
+        pinned
+    }
+
     /// `(name, version)` of every column, missing ones included, in report order.
     pub fn versions(&self) -> Vec<(String, String)> {
         let mut versions: Vec<(CMalloc, String)> = self
@@ -159,6 +180,25 @@ impl Lineup {
             .map(|(m, v)| (m.name().to_string(), v))
             .collect()
     }
+}
+
+/// A copy of `library`'s preload in `dir/<malloc>/`, under its own file name.
+fn pin(library: &Library, dir: &Path) -> Result<Option<PathBuf>, String> {
+    let Some(preload) = &library.preload else {
+        return Ok(None);
+    };
+    let dir = dir.join(library.malloc.name());
+    let copy = dir.join(preload.file_name().unwrap_or(preload.as_os_str()));
+    std::fs::create_dir_all(&dir)
+        .and_then(|()| std::fs::copy(preload, &copy))
+        .map_err(|e| {
+            format!(
+                "cannot copy {} to {}: {e}",
+                preload.display(),
+                copy.display()
+            )
+        })?;
+    Ok(Some(copy))
 }
 
 /// The library of `malloc`: `chosen` when given, else the default one.

@@ -14,7 +14,11 @@
 //! Every workload is a list of [`Task`]s. A task runs its check once per malloc (for every
 //! task, [`process::run_bound`]: the dynamic linker must bind `malloc` to the preloaded
 //! library), then its trials interleaved malloc by malloc (trial 1 of every malloc, then
-//! trial 2, …) with one seed per trial shared by all; each cell is the median of the trials.
+//! trial 2, …, each trial starting one malloc further in the order, so that none always runs
+//! first) with one seed per trial shared by all; each cell is the median of the trials. The
+//! libraries are copied into the run's scratch directory when it starts and preloaded from
+//! there, so a rebuild during the run (cargo's, into the same target directory) cannot
+//! change what later trials load.
 //! Results are the same cells as `bench`'s, so the table, JSON, CSV and HTML renderers print
 //! them, with ratios to heapworks.
 
@@ -219,8 +223,8 @@ pub fn run(
     overrides: &[(CMalloc, PathBuf)],
     progress: &ProgressBar,
 ) -> Result<Results, String> {
-    let lineup = Lineup::find(&selection.columns, overrides);
     let scratch = Scratch::create()?;
+    let lineup = Lineup::find(&selection.columns, overrides).pinned(&scratch.0.join("libraries"));
     let programs = Programs::compile(&scratch.0)?;
     let tasks = plan(config, &selection.workloads, &programs, &scratch.0);
     progress.inc_length(steps(&tasks, &lineup, config.trials));
@@ -284,9 +288,11 @@ fn run_task(task: &Task, lineup: &Lineup, config: &Config, progress: &ProgressBa
         })
         .collect();
     let trials = if task.deterministic { 1 } else { config.trials };
+    let count = lineup.present.len();
     for trial in 0..trials {
         let seed = derive_seed(config.seed, &task.label, trial);
-        for (library, history) in lineup.present.iter().zip(&mut histories) {
+        for index in trial_order(count, trial) {
+            let (library, history) = (&lineup.present[index], &mut histories[index]);
             progress.set_message(format!("{} · {}", task.label, library.malloc));
             if let Ok(values) = history {
                 match (task.run)(library, seed) {
@@ -303,6 +309,13 @@ fn run_task(task: &Task, lineup: &Lineup, config: &Config, progress: &ProgressBa
         .chain(missing)
         .flat_map(|(malloc, history)| cells_of(task, malloc, &history))
         .collect()
+}
+
+/// The mallocs' order in trial `trial` (indices into `count` columns): each trial starts one
+/// column further, so that no malloc always runs first after another task, or right after the
+/// same neighbour.
+fn trial_order(count: usize, trial: usize) -> impl Iterator<Item = usize> {
+    (0..count).map(move |k| (trial + k) % count)
 }
 
 /// The cells of one malloc in one task: a summary per output, or the failure everywhere.
@@ -326,9 +339,49 @@ fn cells_of(task: &Task, malloc: CMalloc, history: &History) -> Vec<Cell> {
         .collect()
 }
 
-/// The failures of a run, one line per malloc and reason with the cases it hit: what the
-/// table's short `missing` and `failed` cells stand for.
+/// The notes of a run: its failures, one line per malloc and reason with the cases it hit
+/// (what the table's short `missing` and `failed` cells stand for), then a line per
+/// two-thread case whose threads waited for a CPU more than [`timed::MAX_CPU_WAIT`] of the
+/// time in some malloc's median trial (another process had the machine even after the
+/// retries: those throughputs are not the allocators' alone).
 pub fn failure_notes(results: &Results) -> Vec<String> {
+    let mut notes = failures(results);
+    notes.extend(busy_notes(results));
+    notes
+}
+
+/// The two-thread cases that ran on a busy machine, with the mallocs and their waits.
+fn busy_notes(results: &Results) -> Vec<String> {
+    let mut cases: Vec<(&str, Vec<String>)> = Vec::new();
+    for cell in &results.cells {
+        let Some(wait) = cell.median() else {
+            continue;
+        };
+        if cell.workload != MallocWorkload::Threads.name()
+            || cell.metric != timed::CPU_WAIT.name
+            || wait <= timed::MAX_CPU_WAIT * 100.0
+        {
+            continue;
+        }
+        let waited = format!("{} {wait:.0} %", cell.allocator);
+        match cases.iter_mut().find(|(case, _)| *case == cell.case) {
+            Some((_, mallocs)) => mallocs.push(waited),
+            None => cases.push((&cell.case, vec![waited])),
+        }
+    }
+    cases
+        .into_iter()
+        .map(|(case, mallocs)| {
+            format!(
+                "{case}: the threads waited for a CPU (other processes were running) in the \
+                 median trial of {}; those throughputs are not the allocators' alone",
+                mallocs.join(", ")
+            )
+        })
+        .collect()
+}
+
+fn failures(results: &Results) -> Vec<String> {
     let mut failures: Vec<(&str, &str, Vec<&str>)> = Vec::new();
     for cell in &results.cells {
         let Outcome::Failed(why) = &cell.outcome else {

@@ -1,5 +1,13 @@
 //! The timed C workloads: `free(malloc(n))` in a loop for n = 50 B … 50 MB (seed 004's
 //! table), and two threads, producer/consumer and mixed sizes (`threads.c`).
+//!
+//! A two-thread trial measures the allocator only while both threads have a CPU each: on a
+//! machine with two, another process running meanwhile halves what a malloc that scales gets
+//! and barely touches one that serializes, so a busy moment reorders the columns. `threads.c`
+//! reports how long its threads waited for a CPU; a trial that waited more than
+//! [`MAX_CPU_WAIT`] of the time is run again (at most [`THREADS_ATTEMPTS`] runs in all, the
+//! least-waiting one kept), and the wait and the cache-line round trip between the two
+//! threads (where the CPUs sat) are reported with every throughput, as secondary metrics.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,6 +21,16 @@ pub const SIZES: [u64; 7] = [50, 500, 5_000, 50_000, 500_000, 5_000_000, 50_000_
 
 const PER_ITERATION: MetricSpec = MetricSpec::primary("free(malloc(n))", "ns", Better::Lower);
 const THROUGHPUT: MetricSpec = MetricSpec::primary("throughput", "Mops/s", Better::Higher);
+/// The share of the two threads' time spent ready to run but off a CPU.
+pub const CPU_WAIT: MetricSpec = MetricSpec::secondary("CPU wait", "%", Better::Lower);
+/// A cache line from one thread to the other and back, measured right after the run.
+const ROUND_TRIP: MetricSpec = MetricSpec::secondary("cache-line round trip", "ns", Better::Lower);
+
+/// The most a two-thread trial may wait for a CPU (a share of its threads' time) to count
+/// as run on a machine to itself.
+pub const MAX_CPU_WAIT: f64 = 0.05;
+/// Runs of a two-thread trial at most, while it waits more than [`MAX_CPU_WAIT`].
+pub const THREADS_ATTEMPTS: usize = 3;
 
 /// `50 B`, `5 KB`, `50 MB`: decimal units, as seed 004 writes them.
 pub fn size_label(bytes: u64) -> String {
@@ -95,7 +113,11 @@ fn threads_task(
     Task {
         workload: MallocWorkload::Threads,
         label: case.into(),
-        outputs: vec![Output::new(case, THROUGHPUT)],
+        outputs: vec![
+            Output::new(case, THROUGHPUT),
+            Output::new(case, CPU_WAIT),
+            Output::new(case, ROUND_TRIP),
+        ],
         deterministic: false,
         check: Some(Box::new(move |library| {
             let mut command = Command::new(&program);
@@ -103,15 +125,62 @@ fn threads_task(
             process::run_bound(&mut command, library, &logs).map(drop)
         })),
         run: Box::new(move |library, seed| {
-            let mut command = Command::new(&threads);
-            command.args([mode, &micros, &seed.to_string()]);
-            let stdout = process::run(library.apply(&mut command))?.stdout;
-            let ops = process::field(&stdout, "ops");
-            let ns = process::field(&stdout, "ns");
-            match (ops, ns) {
-                (Some(ops), Some(ns)) if ns > 0.0 => Ok(vec![ops / ns * 1e3]),
-                _ => Err(format!("unexpected output: {}", stdout.trim())),
+            let mut kept: Option<ThreadsRun> = None;
+            for _ in 0..THREADS_ATTEMPTS {
+                let mut command = Command::new(&threads);
+                command.args([mode, &micros, &seed.to_string()]);
+                let run = parse_threads(&process::run(library.apply(&mut command))?.stdout)?;
+                let had_the_machine = run.cpu_wait <= MAX_CPU_WAIT;
+                if kept.as_ref().is_none_or(|k| run.cpu_wait < k.cpu_wait) {
+                    kept = Some(run);
+                }
+                if had_the_machine {
+                    break;
+                }
             }
+            let kept = kept.expect("at least one attempt");
+            Ok(vec![
+                kept.throughput,
+                kept.cpu_wait * 100.0,
+                kept.roundtrip_ns,
+            ])
         }),
+    }
+}
+
+/// One run of `threads.c`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadsRun {
+    /// malloc and free calls per second, in millions.
+    pub throughput: f64,
+    /// The share of the threads' time spent ready to run but off a CPU, 0 to 1 (0 where the
+    /// kernel keeps no schedstat).
+    pub cpu_wait: f64,
+    /// Nanoseconds per cache-line round trip between two threads after the run.
+    pub roundtrip_ns: f64,
+}
+
+/// Reads `threads.c`'s output: `ops`, `ns`, `wait_ns`, `run_ns` and `roundtrip_ns` lines.
+pub fn parse_threads(stdout: &str) -> Result<ThreadsRun, String> {
+    let field = |key| process::field(stdout, key);
+    match (
+        field("ops"),
+        field("ns"),
+        field("wait_ns"),
+        field("run_ns"),
+        field("roundtrip_ns"),
+    ) {
+        (Some(ops), Some(ns), Some(wait), Some(run), Some(roundtrip_ns)) if ns > 0.0 => {
+            Ok(ThreadsRun {
+                throughput: ops / ns * 1e3,
+                cpu_wait: if wait + run > 0.0 {
+                    wait / (wait + run)
+                } else {
+                    0.0
+                },
+                roundtrip_ns,
+            })
+        }
+        _ => Err(format!("unexpected output: {}", stdout.trim())),
     }
 }
