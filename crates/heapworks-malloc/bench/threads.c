@@ -18,10 +18,11 @@
  * /proc/thread-self/schedstat, summed over both threads), `run_ns` their time on a CPU,
  * `switches` their involuntary context switches, and `roundtrip_ns`, the time a cache line
  * takes to go from one thread to the other and back, measured after the run by two threads
- * handing a counter back and forth for at most 2 ms: where the kernel and the hypervisor put
- * the two threads at that moment (about 20-40 ns on one core's SMT siblings, 60-100 on
- * cores that share a cache, 150-350 across dies), which is what an allocator that shares
- * memory between threads pays. These reads use bare system calls, not stdio. */
+ * on two different CPUs handing a counter back and forth for at most 2 ms (milliseconds
+ * when another process holds one of them): where the hypervisor put the two CPUs at that
+ * moment (on the 2-vCPU EPYC VM of the README, 90-130 ns, or 400-480 ns when the host puts
+ * the vCPUs far apart), which is what an allocator that shares memory between threads pays.
+ * These reads use bare system calls, not stdio. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
@@ -204,8 +205,25 @@ static void *pong(void *arg) {
 /* Nanoseconds per round trip of a cache line between this thread and a new one, over at
  * most ROUNDTRIPS trips or ROUNDTRIP_NS (0 if the thread cannot start). */
 static double roundtrip_ns(void) {
+    /* This thread stays on its CPU and the other runs on any other one, so that the trip
+     * measures where the CPUs are, not whether the scheduler put both threads on one. */
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    cpu_set_t here, elsewhere;
+    int cpu = sched_getcpu();
+    if (cpu >= 0 && !sched_getaffinity(0, sizeof elsewhere, &elsewhere)) {
+        CPU_CLR(cpu, &elsewhere);
+        if (CPU_COUNT(&elsewhere) > 0) {
+            CPU_ZERO(&here);
+            CPU_SET(cpu, &here);
+            sched_setaffinity(0, sizeof here, &here);
+            pthread_attr_setaffinity_np(&attr, sizeof elsewhere, &elsewhere);
+        }
+    }
     pthread_t other;
-    if (pthread_create(&other, NULL, pong, NULL)) return 0;
+    int failed = pthread_create(&other, &attr, pong, NULL);
+    pthread_attr_destroy(&attr);
+    if (failed) return 0;
     /* Wait until the other thread runs, so its start-up is not counted. */
     atomic_store_explicit(&line.counter, 1, memory_order_release);
     while (atomic_load_explicit(&line.counter, memory_order_acquire) != 2) sched_yield();
