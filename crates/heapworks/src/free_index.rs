@@ -25,9 +25,10 @@
 //! bin for the smallest that fits: large blocks are what fragmentation strands, and this
 //! bounded best fit keeps the heap as dense as dlmalloc's exact best fit does. Only when no bin
 //! above has a chunk is the request's own bin walked to its end (first fit): that happens only
-//! when no larger free chunk exists at all, so a request that the largest free chunk could
-//! serve never fails; the walk is bounded by the number of free chunks whose sizes share the
-//! request's 1/64-octave band.
+//! when no free chunk is larger than the request's 1/64-octave band, and it makes sure that a
+//! request the largest free chunk could serve never fails. The walk is bounded by the number
+//! of free chunks whose sizes share that band: O(1) for most heaps, O(free chunks) at worst (a
+//! heap whose free chunks all lie just below the request's size, in its band).
 //!
 //! `find` does not take the chunk out: the heap then either unlinks it or, when the part left
 //! free stays in the same bin, moves its entry in place ([`FreeIndex::refile`]), which spares

@@ -7,10 +7,16 @@
 //!   `counters.managed` the total size of all chunks (allocated and free) of all regions.
 //! - A failed call changes nothing.
 //!
-//! Costs: `allocate`, `free` and in-place resizing are O(1) except for the documented fallback
-//! scan of one bin in [`crate::free_index`], taken only when no larger free chunk exists.
-//! Over-aligned requests search for `size + align + GRANULE` bytes and give the padding in front
-//! back to the index, so they waste less than `align` bytes and cost one more index insertion.
+//! Costs: `free` and in-place resizing are O(1). `allocate` is O(1) except for two fallback
+//! walks, each taken only when no free chunk is large enough for the O(1) search:
+//! - a plain request walks its own bin ([`crate::free_index`]): at most the free chunks whose
+//!   sizes share the request's 1/64-octave band;
+//! - an over-aligned request searches for `size + align + GRANULE` bytes, which always leaves
+//!   room for the padding; failing that, it walks the chunks that might still fit at their
+//!   actual addresses: at most the free chunks of sizes between `size` and that search size.
+//!
+//! Over-aligned requests give the padding in front back to the index, so they waste less than
+//! `align` bytes and cost one more index insertion.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -230,7 +236,9 @@ impl Heap {
         let (chunk, bin) = unsafe {
             match self.index.find(search) {
                 Some(found) => found,
-                // Near exhaustion: any chunk whose actual address leaves room will do.
+                // No chunk has room at every address: walk those of sizes in `size..search`
+                // (bins from here up hold no larger chunk), one of which may have room at its
+                // actual address.
                 None => self
                     .index
                     .first_fit(bin_of(size), |chunk, chunk_size| {
@@ -331,13 +339,30 @@ impl Heap {
     /// As for [`Heap::free`], and `layout` is the one the block was allocated with.
     #[inline]
     pub unsafe fn deallocate(&mut self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: forwarded from the caller.
+        if let Err(misuse) = unsafe { self.deallocate_or_misuse(ptr, layout) } {
+            report(misuse);
+        }
+    }
+
+    /// [`Heap::deallocate`], handing misuse that a checked build caught back to the caller
+    /// (with the heap unchanged) instead of panicking: an adapter reports it only after it has
+    /// released its lock, since reporting may allocate.
+    ///
+    /// # Safety
+    /// As for [`Heap::deallocate`], except that misuse is allowed in checked builds.
+    #[inline(always)]
+    pub(crate) unsafe fn deallocate_or_misuse(
+        &mut self,
+        ptr: NonNull<u8>,
+        layout: Layout,
+    ) -> Result<(), Misuse> {
         if CHECKED {
-            if let Err(misuse) = self.validate_layout(ptr, layout) {
-                report(misuse);
-            }
+            self.validate_layout(ptr, layout)?;
         }
         // SAFETY: forwarded from the caller (and checked above in checked builds).
-        unsafe { self.release_block(ptr) }
+        unsafe { self.release_block(ptr) };
+        Ok(())
     }
 
     /// # Safety
@@ -460,11 +485,39 @@ impl Heap {
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<u8>, AllocError> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.resize_or_misuse(ptr, old, new) }.unwrap_or_else(|misuse| report(misuse))
+    }
+
+    /// Resizes a block as [`Heap::grow`] and [`Heap::shrink`] do, handing misuse that a checked
+    /// build caught back to the caller (with the heap unchanged) instead of panicking; see
+    /// [`Heap::deallocate_or_misuse`].
+    ///
+    /// # Safety
+    /// As for [`Heap::realloc`], except that misuse is allowed in checked builds.
+    #[inline(always)]
+    pub(crate) unsafe fn resize_or_misuse(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<Result<NonNull<u8>, AllocError>, Misuse> {
         if CHECKED {
-            if let Err(misuse) = self.validate_layout(ptr, old) {
-                report(misuse);
-            }
+            self.validate_layout(ptr, old)?;
         }
+        // SAFETY: forwarded from the caller (and checked above in checked builds).
+        Ok(unsafe { self.resize_valid(ptr, old, new) })
+    }
+
+    /// # Safety
+    /// `ptr` is a live block of this heap allocated with `old`.
+    #[inline(always)]
+    unsafe fn resize_valid(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<u8>, AllocError> {
         let needed = chunk_size_for_layout(new);
         // SAFETY: `ptr` is a live block of this heap (the caller's promise).
         let chunk = unsafe { Chunk::from_payload(ptr) };
@@ -563,8 +616,13 @@ impl Heap {
         ptr: NonNull<u8>,
         new_size: usize,
     ) -> Result<(), AllocError> {
+        if CHECKED {
+            if let Err(misuse) = self.validate(ptr) {
+                report(misuse);
+            }
+        }
         let needed = chunk_size_for(new_size).ok_or(AllocError)?;
-        // SAFETY: `ptr` is a live block (the caller's promise).
+        // SAFETY: `ptr` is a live block (the caller's promise, checked above in checked builds).
         unsafe {
             let chunk = Chunk::from_payload(ptr);
             let size = chunk.size();
@@ -735,10 +793,12 @@ fn front_padding(chunk: Chunk, align: usize) -> Option<usize> {
     })
 }
 
-/// Reports misuse caught by a checked build. It panics rather than corrupt the heap; inside a
-/// `GlobalAlloc` (which must not unwind) the runtime turns that into an abort with the message.
+/// Reports misuse caught by a checked build: it panics rather than corrupt the heap, which the
+/// misuse left unchanged. The adapters report only after releasing the heap (the panic's
+/// message may allocate), and a `GlobalAlloc`, which must not unwind, through
+/// [`crate::global::abort_on`].
 #[cold]
 #[inline(never)]
-fn report(misuse: Misuse) -> ! {
+pub(crate) fn report(misuse: Misuse) -> ! {
     panic!("{misuse}")
 }

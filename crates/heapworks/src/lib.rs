@@ -18,21 +18,25 @@
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
 //! [`UnsyncHeap`] serves single-threaded programs without a lock.
 //!
-//! ```no_run
+//! ```
 //! use heapworks::LockedHeap;
 //!
-//! #[global_allocator]
-//! static ALLOCATOR: LockedHeap = LockedHeap::new();
+//! static mut ARENA: [u8; 4 << 20] = [0; 4 << 20];
 //!
-//! static mut ARENA: [u8; 1 << 20] = [0; 1 << 20];
+//! #[global_allocator]
+//! // SAFETY: the arena is used by nothing else. It is claimed at the first request, which a
+//! // hosted program makes before `main` runs.
+//! static ALLOCATOR: LockedHeap =
+//!     unsafe { LockedHeap::with_region(&raw mut ARENA as *mut u8, 4 << 20) };
 //!
 //! fn main() {
-//!     // SAFETY: the arena is used by nothing else, and claimed before the first allocation.
-//!     unsafe { ALLOCATOR.claim(core::ptr::addr_of_mut!(ARENA).cast(), 1 << 20) }.unwrap();
 //!     let v: Vec<u32> = (0..100).collect();
 //!     assert_eq!(v.len(), 100);
+//!     ALLOCATOR.lock().check().unwrap();
 //! }
 //! ```
+//!
+//! Memory may also be claimed later, and more of it: [`LockedHeap::claim`], [`Heap::extend`].
 //!
 //! `INTERNALS.md` beside this crate draws the chunk format, the bin map, and how alignment,
 //! splitting and coalescing work.

@@ -7,6 +7,9 @@
 //! overwritten or discarded (for example with `madvise(MADV_DONTNEED)`, after which they read as
 //! zero), and a block later carved from the chunk has undefined contents, as every fresh block
 //! has.
+//!
+//! Invariant: a span reported here lies inside one free chunk, after its link words and before
+//! its footer; it stays unused only until the heap is next used.
 
 use core::ptr::NonNull;
 

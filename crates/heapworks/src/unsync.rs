@@ -2,17 +2,21 @@
 //! one thread (most wasm32 programs, bare-metal firmware without interrupts that allocate).
 //!
 //! Invariant: at most one call into the heap runs at a time, which the program promises by
-//! creating the value with the `unsafe` [`UnsyncHeap::new`].
+//! creating the value with the `unsafe` [`UnsyncHeap::new`] or [`UnsyncHeap::with_region`].
+//! Misuse caught by a checked build is reported after the call's borrow of the heap ends.
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 
 use crate::error::ClaimError;
-use crate::{global, Heap};
+use crate::global::{self, Reserve};
+use crate::Heap;
 
 /// A [`Heap`] with no lock, for single-threaded programs.
 pub struct UnsyncHeap {
     heap: UnsafeCell<Heap>,
+    /// Claimed at the first request the heap cannot serve.
+    reserve: Reserve,
 }
 
 // SAFETY: `new` makes the program promise that no two threads ever use the heap at once.
@@ -27,6 +31,20 @@ impl UnsyncHeap {
     pub const unsafe fn new() -> Self {
         UnsyncHeap {
             heap: UnsafeCell::new(Heap::new()),
+            reserve: Reserve::none(),
+        }
+    }
+
+    /// An empty heap for a single-threaded program that claims `[base, base + size)` at the
+    /// first request it cannot serve, as [`crate::LockedHeap::with_region`] does.
+    ///
+    /// # Safety
+    /// As for [`UnsyncHeap::new`] and [`Heap::claim`].
+    pub const unsafe fn with_region(base: *mut u8, size: usize) -> Self {
+        UnsyncHeap {
+            heap: UnsafeCell::new(Heap::new()),
+            // SAFETY: forwarded from the caller.
+            reserve: unsafe { Reserve::new(base, size) },
         }
     }
 
@@ -55,18 +73,22 @@ unsafe impl GlobalAlloc for UnsyncHeap {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: single-threaded by the promise of `new`; no call is in progress.
-        global::alloc(unsafe { self.heap() }, layout)
+        unsafe { global::alloc(self.heap(), &self.reserve, layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: as above, and the caller passes a block of this allocator with its layout.
-        unsafe { global::dealloc(self.heap(), ptr, layout) }
+        let outcome = unsafe { global::dealloc(self.heap(), ptr, layout) };
+        if let Err(misuse) = outcome {
+            global::abort_on(&misuse);
+        }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         // SAFETY: as above, and the caller passes a block of this allocator with its layout.
-        unsafe { global::realloc(self.heap(), ptr, layout, new_size) }
+        let outcome = unsafe { global::realloc(self.heap(), &self.reserve, ptr, layout, new_size) };
+        outcome.unwrap_or_else(|misuse| global::abort_on(&misuse))
     }
 }

@@ -117,3 +117,111 @@ fn allocator_api2_collections_run_on_the_locked_heap() {
     heap.lock().check().unwrap();
     assert_eq!(heap.lock().stats().in_use, 0);
 }
+
+#[test]
+fn with_region_claims_its_region_at_the_first_request() {
+    let mut arena = Arena::new(64 * 1024);
+    // SAFETY: the arena outlives the heap and nothing else uses it.
+    let heap: LockedHeap = unsafe { LockedHeap::with_region(arena.base(), arena.len()) };
+    assert_eq!(
+        heap.lock().stats().free,
+        0,
+        "nothing is claimed before a request"
+    );
+    let layout = Layout::from_size_align(100, 8).unwrap();
+    // SAFETY: non-zero size; the block is freed once, with its layout.
+    unsafe {
+        let p = heap.alloc(layout);
+        assert!(!p.is_null());
+        assert!((arena.base().addr()..arena.base().addr() + arena.len()).contains(&p.addr()));
+        let q = heap.realloc(p, layout, 1000);
+        assert!(!q.is_null());
+        heap.dealloc(q, Layout::from_size_align(1000, 8).unwrap());
+    }
+    let locked = heap.lock();
+    locked.check().unwrap();
+    assert!(locked.stats().free > 60 * 1024);
+}
+
+#[test]
+fn with_region_serves_a_realloc_the_claimed_memory_cannot() {
+    let mut reserve = Arena::new(64 * 1024);
+    let mut first = Arena::new(4096);
+    // SAFETY: both arenas outlive the heap and nothing else uses them.
+    let heap: LockedHeap = unsafe { LockedHeap::with_region(reserve.base(), reserve.len()) };
+    // SAFETY: as above.
+    unsafe { heap.claim(first.base(), first.len()) }.unwrap();
+    let small = Layout::from_size_align(64, 8).unwrap();
+    // SAFETY: non-zero size; the block is live for the realloc and freed once.
+    unsafe {
+        let p = heap.alloc(small);
+        assert!((first.base().addr()..first.base().addr() + 4096).contains(&p.addr()));
+        p.write_bytes(7, 64);
+        let grown = heap.realloc(p, small, 30_000);
+        assert!(!grown.is_null(), "the realloc claimed the reserve");
+        assert!((0..64).all(|i| *grown.add(i) == 7));
+        heap.dealloc(grown, Layout::from_size_align(30_000, 8).unwrap());
+    }
+    heap.lock().check().unwrap();
+}
+
+#[test]
+fn with_region_too_small_leaves_every_request_failing() {
+    let mut arena = Arena::new(64);
+    // SAFETY: the arena outlives the heap and nothing else uses it.
+    let heap: LockedHeap = unsafe { LockedHeap::with_region(arena.base(), 8) };
+    let layout = Layout::from_size_align(8, 8).unwrap();
+    // SAFETY: non-zero size.
+    assert!(unsafe { heap.alloc(layout) }.is_null());
+    // SAFETY: as above; the reserve was used up by the first request.
+    assert!(unsafe { heap.alloc(layout) }.is_null());
+    heap.lock().check().unwrap();
+}
+
+#[test]
+fn unsync_with_region_claims_at_the_first_request() {
+    let mut arena = Arena::new(64 * 1024);
+    // SAFETY: one thread; the arena outlives the heap and nothing else uses it.
+    let heap = unsafe { UnsyncHeap::with_region(arena.base(), arena.len()) };
+    let layout = Layout::from_size_align(300, 32).unwrap();
+    // SAFETY: non-zero size; freed once; no allocation in progress when the heap is looked at.
+    unsafe {
+        let p = heap.alloc(layout);
+        assert!(!p.is_null() && p.addr() % 32 == 0);
+        heap.dealloc(p, layout);
+        heap.heap().check().unwrap();
+        assert_eq!(heap.heap().stats().in_use, 0);
+    }
+}
+
+#[cfg(feature = "allocator-api2")]
+#[test]
+fn allocator_misuse_is_reported_after_the_lock_is_released() {
+    use allocator_api2::alloc::Allocator;
+
+    if !cfg!(any(debug_assertions, feature = "checked")) {
+        return; // only checked builds detect misuse
+    }
+    let mut arena = Arena::new(64 * 1024);
+    let heap: LockedHeap = LockedHeap::new();
+    // SAFETY: the arena outlives the heap.
+    unsafe { heap.claim(arena.base(), arena.len()) }.unwrap();
+    let allocator = &heap;
+    let layout = Layout::from_size_align(48, 8).unwrap();
+    let block = allocator.allocate(layout).unwrap().cast::<u8>();
+    // SAFETY: a live block with its layout.
+    unsafe { allocator.deallocate(block, layout) };
+    let second = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        // SAFETY: the misuse under test: a checked build detects it before touching the heap.
+        unsafe { allocator.deallocate(block, layout) }
+    }));
+    let message = second.expect_err("double free detected");
+    let message = message
+        .downcast_ref::<String>()
+        .expect("a formatted message");
+    assert!(message.contains("double free"), "{message}");
+    let locked = heap
+        .try_lock()
+        .expect("the lock was released before the report");
+    locked.check().unwrap();
+}
