@@ -42,6 +42,7 @@ fn double_free_is_caught_even_after_coalescing() {
     // SAFETY (of the misuse itself): checked builds validate before touching anything.
     let message = panic_message(&mut heap, |heap| unsafe { heap.free(a) });
     assert!(message.contains("double free"), "{message}");
+    // SAFETY (of the misuse itself): as above.
     let message = panic_message(&mut heap, |heap| unsafe { heap.free(b) });
     assert!(message.contains("double free"), "{message}");
 }
@@ -58,6 +59,7 @@ fn foreign_pointers_are_caught() {
     assert!(message.contains("not allocated by this heap"), "{message}");
     // SAFETY: as above; `a + WORD` is inside the heap but not a payload boundary.
     let inside = unsafe { a.add(WORD) };
+    // SAFETY (of the misuse itself): as above.
     let message = panic_message(&mut heap, |heap| unsafe { heap.free(inside) });
     assert!(message.contains("not allocated by this heap"), "{message}");
     let message = panic_message(&mut heap, |heap| {
@@ -81,8 +83,11 @@ fn a_corrupt_header_is_caught() {
     // SAFETY: overwrite the header word in front of `a` (inside the arena) with a size that runs
     // past the region.
     let header = unsafe { a.cast::<usize>().sub(1) };
+    // SAFETY: the header word is inside the arena, and readable.
     let saved = unsafe { header.read() };
+    // SAFETY: as above; the heap is corrupt until the header is restored below.
     unsafe { header.write((1 << 30) | 1) };
+    // SAFETY (of the misuse itself): checked builds validate before touching anything.
     let message = panic_message_no_check(&mut heap, |heap| unsafe { heap.free(a) });
     assert!(message.contains("corrupt header"), "{message}");
     assert!(heap.check().is_err(), "the checker sees the corruption too");
@@ -121,7 +126,9 @@ fn the_checker_reports_a_broken_footer_with_its_address() {
     let _guard = heap.allocate(layout(100)).unwrap();
     // SAFETY: `a` is live; once freed, its last word is its footer, just before `b`'s header.
     unsafe { heap.free(a) };
+    // SAFETY: two words before `b`'s payload is `a`'s footer, inside the arena.
     let footer = unsafe { b.cast::<usize>().sub(2) };
+    // SAFETY: as above; the test corrupts the footer on purpose.
     unsafe { footer.write(footer.read() + 16) };
     let corruption = heap.check().unwrap_err();
     assert_eq!(corruption.kind, heapworks::CorruptionKind::BadFooter);

@@ -319,6 +319,38 @@ fn aligned_blocks_near_region_edges() {
 }
 
 #[test]
+fn regions_at_any_byte_offset_serve_every_path() {
+    for offset in [1usize, 3, 5, 7, 9, 11, 13, 15] {
+        let mut arena = Arena::new(32 * 1024 + 16);
+        let mut heap = Heap::new();
+        // SAFETY: the arena outlives the heap; the offset keeps the region inside it.
+        unsafe { heap.claim(arena.base().add(offset), 32 * 1024) }.unwrap();
+        let a = alloc(&mut heap, 100);
+        let b = heap
+            .allocate(Layout::from_size_align(200, 64).unwrap())
+            .unwrap();
+        assert_eq!(addr(a) % GRANULE, 0, "offset {offset}");
+        assert_eq!(addr(b) % 64, 0, "offset {offset}");
+        let c = alloc(&mut heap, 3000);
+        free(&mut heap, a);
+        // SAFETY: `c` is live with this layout.
+        let c =
+            unsafe { heap.realloc(c, Layout::from_size_align(3000, 8).unwrap(), 9000) }.unwrap();
+        heap.check().unwrap();
+        free(&mut heap, b);
+        free(&mut heap, c);
+        let stats = heap.stats();
+        assert_eq!(stats.in_use, 0, "offset {offset}");
+        assert_eq!(
+            stats.largest_free + WORD,
+            stats.free,
+            "offset {offset}: all merged"
+        );
+        heap.check().unwrap();
+    }
+}
+
+#[test]
 fn aligned_padding_goes_back_to_the_index() {
     let mut arena = Arena::new(64 * 1024);
     let mut heap = arena.heap();
