@@ -4,18 +4,25 @@
 //! bit `w` of `summary` is set exactly when `words[w]` is non-zero. Finding the first non-empty
 //! bin at or above a given one is a masked bit scan of one word and, when that word has none, a
 //! scan of the summary and one more of the word it names: bounded by two loads and two scans,
-//! whatever the heap holds.
+//! whatever the heap holds. Bits of bins at or above `BIN_COUNT` (the spare slots that round
+//! the map up to whole words) and summary bits of words at or above `WORDS` are always clear.
+//!
+//! The checker reads every bit through [`Bitmap::is_set`], which numbers the summary's bits
+//! after the bins' ([`SUMMARY_BITS`]), so it can verify both levels and the spare bits.
 
 use crate::bins::BIN_COUNT;
 
 /// Bits per word. 64 on every target: 32-bit targets have more bins than 32 × 32, and wasm32
 /// computes in 64-bit words natively.
-const BITS: usize = u64::BITS as usize;
+pub(crate) const BITS: usize = u64::BITS as usize;
 /// Words needed for one bit per bin.
-const WORDS: usize = BIN_COUNT.div_ceil(BITS);
+pub(crate) const WORDS: usize = BIN_COUNT.div_ceil(BITS);
 /// Bin numbers the bitmap can name (at least `BIN_COUNT`): a list array this long needs no
 /// bounds check on a bin the bitmap found.
 pub(crate) const BIN_SLOTS: usize = WORDS * BITS;
+/// The number [`Bitmap::is_set`] gives summary bit 0: summary bit `w` is bit `SUMMARY_BITS + w`,
+/// right after the bits of all `BIN_SLOTS` bins.
+pub(crate) const SUMMARY_BITS: usize = BIN_SLOTS;
 
 const _: () = assert!(WORDS <= BITS, "the summary word names every word");
 
@@ -41,6 +48,10 @@ impl Bitmap {
             self.summary |= 1 << (bin / BITS);
         }
         *word |= 1 << (bin % BITS);
+        #[cfg(test)]
+        if let Some(bit) = fault::take() {
+            self.flip(bit);
+        }
     }
 
     /// Clears `bin`'s bit when `emptied`, without a branch.
@@ -55,9 +66,31 @@ impl Bitmap {
         }
     }
 
-    #[inline(always)]
-    pub(crate) fn is_set(&self, bin: usize) -> bool {
-        self.words[bin / BITS] & (1 << (bin % BITS)) != 0
+    /// Whether bit `bit` is set: bin `bit`'s occupancy bit for `bit < BIN_SLOTS` (spare slots
+    /// included), summary bit `bit - SUMMARY_BITS` from [`SUMMARY_BITS`] on. For the checker,
+    /// which reads the bitmap only through this (see [`crate::free_index`]'s `is_marked`).
+    ///
+    /// # Panics
+    /// If `bit >= SUMMARY_BITS + BITS`.
+    pub(crate) fn is_set(&self, bit: usize) -> bool {
+        if bit < SUMMARY_BITS {
+            self.words[bit / BITS] & (1 << (bit % BITS)) != 0
+        } else {
+            let word = bit - SUMMARY_BITS;
+            assert!(word < BITS, "bit {bit} is beyond the bitmap");
+            self.summary & (1 << word) != 0
+        }
+    }
+
+    /// Inverts bit `bit` (numbered as for [`Bitmap::is_set`]), and nothing else: a test's
+    /// corruption.
+    #[cfg(test)]
+    fn flip(&mut self, bit: usize) {
+        if bit < SUMMARY_BITS {
+            self.words[bit / BITS] ^= 1 << (bit % BITS);
+        } else {
+            self.summary ^= 1 << (bit - SUMMARY_BITS);
+        }
     }
 
     /// The lowest non-empty bin `>= bin`, if any.
@@ -86,6 +119,34 @@ impl Bitmap {
     pub(crate) fn last(&self) -> Option<usize> {
         let word = self.summary.checked_ilog2()? as usize;
         Some(word * BITS + self.words[word].ilog2() as usize)
+    }
+}
+
+/// Fault injection for the checker's tests: the free index owns its bitmap privately, so a test
+/// corrupts it from inside, at the next [`Bitmap::set`] its thread makes.
+#[cfg(test)]
+pub(crate) mod fault {
+    extern crate std;
+
+    use core::cell::Cell;
+
+    std::thread_local! {
+        static FLIP: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+
+    /// Makes the next [`super::Bitmap::set`] on this thread invert bit `bit` (numbered as for
+    /// [`super::Bitmap::is_set`]) after doing its own work.
+    pub(crate) fn flip_on_next_set(bit: usize) {
+        FLIP.set(Some(bit));
+    }
+
+    /// Whether a fault is still waiting for a `set`.
+    pub(crate) fn pending() -> bool {
+        FLIP.get().is_some()
+    }
+
+    pub(super) fn take() -> Option<usize> {
+        FLIP.take()
     }
 }
 
@@ -141,5 +202,29 @@ mod tests {
         bitmap.set(0);
         assert_eq!(bitmap.first_at_or_above(1), None);
         assert_eq!(bitmap.last(), Some(0));
+    }
+
+    #[test]
+    fn summary_bits_follow_the_bins() {
+        let mut bitmap = Bitmap::new();
+        bitmap.set(BITS + 3);
+        assert!(bitmap.is_set(BITS + 3));
+        assert!(!bitmap.is_set(SUMMARY_BITS));
+        assert!(bitmap.is_set(SUMMARY_BITS + 1));
+        assert!((2..BITS).all(|word| !bitmap.is_set(SUMMARY_BITS + word)));
+        bitmap.clear_if(BITS + 3, true);
+        assert!((0..BITS).all(|word| !bitmap.is_set(SUMMARY_BITS + word)));
+    }
+
+    #[test]
+    fn a_fault_flips_one_bit_at_the_next_set() {
+        let mut bitmap = Bitmap::new();
+        fault::flip_on_next_set(SUMMARY_BITS + WORDS);
+        bitmap.set(0);
+        assert!(!fault::pending());
+        assert!(bitmap.is_set(0) && bitmap.is_set(SUMMARY_BITS));
+        assert!(bitmap.is_set(SUMMARY_BITS + WORDS));
+        bitmap.set(1);
+        assert!(bitmap.is_set(SUMMARY_BITS + WORDS), "a fault fires once");
     }
 }

@@ -1,14 +1,37 @@
 //! The heap checker: walks every region chunk by chunk and verifies every invariant stated in
-//! [`crate::chunk`], [`crate::free_index`], [`crate::region`] and [`crate::heap`].
+//! [`crate::chunk`], [`crate::free_index`], [`crate::bitmap`], [`crate::region`],
+//! [`crate::heap`] and [`crate::stats`].
 //!
-//! It runs in O(chunks + bins) and reports the first violation with its address. It trusts
-//! nothing it reads: sizes are bounded by the region before they are followed, and list walks
-//! are bounded by the number of free chunks found, so a corrupt heap cannot make it loop or read
-//! outside the regions (beyond the first word a corrupt link points at).
+//! What it verifies, in this order (the first violation is returned):
+//! 1. Each region: its record chunk, then every chunk up to the sentinel (size in bounds, no
+//!    stray bits, `PREV_IN_USE` matching the chunk before, no two free chunks adjacent, a free
+//!    chunk's footer equal to its size, its links consistent with its neighbours' and with its
+//!    bin's head), then the sentinel.
+//! 2. The free index: for every bin slot, spare slots included, the occupancy bit is set
+//!    exactly when the list is non-empty (and never for a spare slot); every listed chunk is a
+//!    free chunk of that bin; every summary bit is set exactly when its word of bin bits is
+//!    non-zero (and never beyond the map).
+//! 3. The lists hold exactly the free chunks the walk found: as many, and the same ones (a
+//!    sum of a bijective mix of their addresses must match too, so an entry swapped for a
+//!    chunk that is not free cannot hide behind a matching count). On a mismatch a second,
+//!    slower pass names the chunk: a free chunk in no list, or a listed entry in excess.
+//! 4. The statistics: bytes in use and managed equal the walk's; with feature `counters`,
+//!    `in_use <= peak_in_use <= managed`, and allocations minus frees equals the number of
+//!    allocated chunks (every successful allocation makes one chunk, `allocate_run` counts
+//!    each block it makes, every free removes one, and a realloc, in place or moved, leaves
+//!    the number unchanged and counts neither). The realloc count has no such invariant.
+//!
+//! It runs in O(chunks + bins) on a sound heap; only the diagnosis of a lost chunk (3) costs
+//! more, O(free chunks × list length), and only on a corrupt heap. It trusts nothing it reads:
+//! sizes are bounded by the region before they are followed, bins are computed only from
+//! sizes already checked, null links are reported rather than followed, and list walks are
+//! bounded by the number of free chunks found, so a corrupt heap cannot make it loop or read
+//! outside the regions (beyond the first words of a chunk a corrupt link points at).
 
-use core::ptr::NonNull;
+use core::ptr::{self, NonNull};
 
 use crate::bins::{bin_of, BIN_COUNT};
+use crate::bitmap::{BIN_SLOTS, BITS, SUMMARY_BITS};
 use crate::chunk::{Chunk, IN_USE, MIN_CHUNK, PREV_IN_USE, SIZE_MASK};
 use crate::error::{Corruption, CorruptionKind};
 use crate::region::{first_chunk_addr, RegionRecord, RECORD_CHUNK};
@@ -19,29 +42,55 @@ use crate::Heap;
 struct Tally {
     free_chunks: usize,
     free_bytes: usize,
+    in_use_chunks: usize,
     in_use_bytes: usize,
+    /// The wrapping sum of [`mix`] over the free chunks' addresses.
+    free_fingerprint: usize,
 }
 
-fn fail(addr: usize, kind: CorruptionKind) -> Result<(), Corruption> {
-    Err(Corruption { addr, kind })
+/// A bijection on addresses, summed into fingerprints of chunk sets: two sets of equal size
+/// that differ in one chunk always get different sums.
+fn mix(addr: usize) -> usize {
+    (addr ^ (addr >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize)
+}
+
+/// The bin of a chunk with header `header`, if its size is a chunk size at all.
+fn bin_of_claimed(header: usize) -> Option<usize> {
+    let size = header & SIZE_MASK;
+    (size >= MIN_CHUNK).then(|| bin_of(size))
+}
+
+fn fail<T>(addr: usize, kind: CorruptionKind) -> Result<T, Corruption> {
+    Err(Corruption {
+        addr,
+        bin: None,
+        kind,
+    })
+}
+
+fn fail_in<T>(addr: usize, bin: usize, kind: CorruptionKind) -> Result<T, Corruption> {
+    Err(Corruption {
+        addr,
+        bin: Some(bin),
+        kind,
+    })
 }
 
 impl Heap {
-    /// Verifies every invariant of the heap and returns the first violation found.
+    /// Verifies every invariant of the heap and returns the first violation found, with the
+    /// address involved and, for a fault of the free index, the bin (see [`Corruption`]).
+    ///
+    /// Verified: every region's chunks (sizes, flags, footers, no two free chunks adjacent) and
+    /// sentinel; every free chunk linked consistently into exactly the list of its bin; every
+    /// occupancy and summary bit of the bitmap; the statistics against the walk. O(chunks +
+    /// bins) on a sound heap.
     pub fn check(&self) -> Result<(), Corruption> {
         let mut tally = Tally::default();
         for record in self.regions() {
             self.check_region(record, &mut tally)?;
         }
-        self.check_bins(tally.free_chunks)?;
-        let c = &self.counters;
-        let stats_agree = c.in_use == tally.in_use_bytes
-            && c.managed == tally.in_use_bytes + tally.free_bytes
-            && (!cfg!(feature = "counters") || c.peak_in_use >= c.in_use);
-        if !stats_agree {
-            return fail(0, CorruptionKind::BadStats);
-        }
-        Ok(())
+        self.check_bins(&tally)?;
+        self.check_stats(&tally)
     }
 
     /// Walks one region from its record chunk to its sentinel.
@@ -104,83 +153,667 @@ impl Heap {
         let size = header & SIZE_MASK;
         let stray_bits = header & !SIZE_MASK & !(IN_USE | PREV_IN_USE);
         if size < MIN_CHUNK || stray_bits != 0 || size > sentinel - addr {
-            fail(addr, CorruptionKind::BadSize)?;
+            return fail(addr, CorruptionKind::BadSize);
         }
         if (header & PREV_IN_USE != 0) != prev_in_use {
-            fail(addr, CorruptionKind::BadPrevFlag)?;
+            return fail(addr, CorruptionKind::BadPrevFlag);
         }
         if header & IN_USE != 0 {
+            tally.in_use_chunks += 1;
             tally.in_use_bytes += size;
             return Ok(size);
         }
         if !prev_in_use {
-            fail(addr, CorruptionKind::AdjacentFree)?;
+            return fail(addr, CorruptionKind::AdjacentFree);
         }
         // SAFETY: the size was bounded by the sentinel, so the footer is inside the region.
         if unsafe { chunk.footer() } != size {
-            fail(addr, CorruptionKind::BadFooter)?;
+            return fail(addr, CorruptionKind::BadFooter);
         }
         // SAFETY: a free chunk's link words are inside it.
         unsafe { self.check_links(chunk, size)? };
         tally.free_chunks += 1;
         tally.free_bytes += size;
+        tally.free_fingerprint = tally.free_fingerprint.wrapping_add(mix(addr));
         Ok(size)
     }
 
-    /// Checks that a free chunk is linked into its bin's list consistently.
+    /// The list neighbours of a chunk taken for free, `(next, prev)`, the sink read as `None`;
+    /// `None` when a link word is null (no link ever is: lists end in the sink).
     ///
     /// # Safety
-    /// `chunk` is a free chunk of `size` bytes with readable link words.
+    /// `chunk`'s two link words (the first two payload words) are readable.
+    unsafe fn links_of(&self, chunk: Chunk) -> Option<(Option<Chunk>, Option<Chunk>)> {
+        let words = chunk.payload().cast::<Option<Chunk>>();
+        // SAFETY: forwarded from the caller; payloads are GRANULE-aligned, and `Option<Chunk>`
+        // is a nullable pointer, valid for any word.
+        let (next, prev) = unsafe { (words.read(), words.add(1).read()) };
+        next?;
+        prev?;
+        // SAFETY: both link words hold chunks (or the sink), as the index reads them.
+        unsafe { Some((self.index.next_of(chunk), self.index.prev_of(chunk))) }
+    }
+
+    /// Checks that a free chunk is linked into its bin's list consistently: it heads its bin
+    /// or its predecessor links to it, and its successor links back and shares its bin.
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk of `size` bytes (at least `MIN_CHUNK`) with readable link words.
     unsafe fn check_links(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
         let bin = bin_of(size);
-        let bad_link = Corruption {
-            addr: chunk.addr(),
-            kind: CorruptionKind::BadLink,
+        let bad_link = fail_in(chunk.addr(), bin, CorruptionKind::BadLink);
+        // SAFETY: forwarded from the caller.
+        let Some((next, prev)) = (unsafe { self.links_of(chunk) }) else {
+            return bad_link;
         };
-        // SAFETY: links of a free chunk point at other free chunks (verified as we go: each
-        // neighbour's back link must point here, and the walk checks every free chunk).
+        // SAFETY: a non-null link points at a chunk or the sink, whose first words are read
+        // here (and only its first words: the module's stated limit for corrupt links).
         unsafe {
-            match self.index.prev_of(chunk) {
+            match prev {
                 None if self.index.head(bin) == Some(chunk) => {}
-                Some(prev) if self.index.next_of(prev) == Some(chunk) => {}
-                _ => return Err(bad_link),
+                Some(prev) if self.links_of(prev).is_some_and(|(n, _)| n == Some(chunk)) => {}
+                _ => return bad_link,
             }
-            if let Some(next) = self.index.next_of(chunk) {
-                if self.index.prev_of(next) != Some(chunk) {
-                    return Err(bad_link);
-                }
-                if bin_of(next.size()) != bin {
-                    return Err(bad_link);
+            if let Some(next) = next {
+                if self.links_of(next).is_none_or(|(_, p)| p != Some(chunk))
+                    || bin_of_claimed(next.header()) != Some(bin)
+                {
+                    return bad_link;
                 }
             }
-        }
-        if !self.index.is_marked(bin) {
-            return fail(chunk.addr(), CorruptionKind::BadBitmap);
         }
         Ok(())
     }
 
-    /// Checks the bitmap against the lists and counts the listed chunks.
-    fn check_bins(&self, free_chunks: usize) -> Result<(), Corruption> {
+    /// Checks the bitmap against the lists, bin by bin and then the summary, and the lists
+    /// against the free chunks of the walk.
+    fn check_bins(&self, tally: &Tally) -> Result<(), Corruption> {
+        let index_addr = ptr::from_ref(&self.index).addr();
         let mut listed = 0;
-        for bin in 0..BIN_COUNT {
-            let mut cursor = self.index.head(bin);
-            if cursor.is_some() != self.index.is_marked(bin) {
-                return fail(bin, CorruptionKind::BadBitmap);
+        let mut fingerprint = 0usize;
+        let mut occupied_words = 0u64;
+        for bin in 0..BIN_SLOTS {
+            let head = self.index.head(bin);
+            let marked = self.index.is_marked(bin);
+            if marked {
+                occupied_words |= 1 << (bin / BITS);
             }
+            let spare = bin >= BIN_COUNT;
+            if head.is_some() != marked || (spare && (marked || head.is_some())) {
+                let addr = head.map_or(index_addr, Chunk::addr);
+                return fail_in(addr, bin, CorruptionKind::BadBitmap);
+            }
+            let mut cursor = head;
             while let Some(chunk) = cursor {
                 listed += 1;
-                if listed > free_chunks {
-                    return fail(chunk.addr(), CorruptionKind::LostChunk);
+                if listed > tally.free_chunks {
+                    return Err(self.diagnose_lost(tally));
                 }
-                // SAFETY: every listed chunk up to `free_chunks` of them was matched with a chunk
-                // of the walk through its back link, so its link words are readable.
-                cursor = unsafe { self.index.next_of(chunk) };
+                // SAFETY: `chunk` was reached from a bin head through links that were non-null;
+                // only its header and link words are read.
+                let (header, links) = unsafe { (chunk.header(), self.links_of(chunk)) };
+                let free_here = header & (IN_USE | !SIZE_MASK & !PREV_IN_USE) == 0
+                    && bin_of_claimed(header) == Some(bin);
+                let Some((next, _)) = links.filter(|_| free_here) else {
+                    return fail_in(chunk.addr(), bin, CorruptionKind::BadLink);
+                };
+                fingerprint = fingerprint.wrapping_add(mix(chunk.addr()));
+                cursor = next;
             }
         }
-        if listed != free_chunks {
-            return fail(0, CorruptionKind::LostChunk);
+        for word in 0..BITS {
+            let expected = occupied_words & (1 << word) != 0;
+            if self.index.is_marked(SUMMARY_BITS + word) != expected {
+                return fail_in(index_addr, word * BITS, CorruptionKind::BadSummary);
+            }
+        }
+        if listed != tally.free_chunks || fingerprint != tally.free_fingerprint {
+            return Err(self.diagnose_lost(tally));
         }
         Ok(())
+    }
+
+    /// Names the chunk behind a mismatch between the lists and the walk: the first free chunk
+    /// (in region order) missing from its bin's list, or else the first list entry (in bin
+    /// order) that is not a free chunk of the walk or that a list holds twice.
+    ///
+    /// The heap's chunks passed the walk and every list entry's link words were read in
+    /// [`Heap::check_bins`] (as far as `free_chunks` entries), so this reads nothing new but
+    /// region chunks. O(free chunks × list length), plus O(entries × chunks) for an entry in
+    /// excess: for corrupt heaps only.
+    fn diagnose_lost(&self, tally: &Tally) -> Corruption {
+        let mut missing = None;
+        self.for_each_walked_chunk(|chunk, size, in_use| {
+            if missing.is_none() && !in_use {
+                let bin = bin_of(size);
+                if !self.is_listed(chunk, bin, tally.free_chunks) {
+                    missing = Some((chunk, bin));
+                }
+            }
+        });
+        if let Some((chunk, bin)) = missing {
+            return Corruption {
+                addr: chunk.addr(),
+                bin: Some(bin),
+                kind: CorruptionKind::LostChunk,
+            };
+        }
+        // Every free chunk is listed, so the lists hold more entries than there are free
+        // chunks: one that is not a free chunk, or one listed twice.
+        let mut seen = 0;
+        let mut excess = None;
+        'bins: for bin in 0..BIN_COUNT {
+            let mut cursor = self.index.head(bin);
+            while let Some(chunk) = cursor {
+                seen += 1;
+                if seen > tally.free_chunks || !self.is_walked_free(chunk) {
+                    excess = Some((chunk, bin));
+                    break 'bins;
+                }
+                // SAFETY: `chunk` is a free chunk of the walk, so its link words are readable.
+                cursor = unsafe { self.links_of(chunk) }.and_then(|(next, _)| next);
+            }
+        }
+        // Not reached: lists without an entry in excess hold exactly the free chunks. Should it
+        // be, the free index is named.
+        let index_addr = ptr::from_ref(&self.index).addr();
+        let (addr, bin) =
+            excess.map_or((index_addr, None), |(chunk, bin)| (chunk.addr(), Some(bin)));
+        Corruption {
+            addr,
+            bin,
+            kind: CorruptionKind::LostChunk,
+        }
+    }
+
+    /// Whether `chunk` is in `bin`'s list within its first `limit` entries.
+    fn is_listed(&self, chunk: Chunk, bin: usize, limit: usize) -> bool {
+        let mut cursor = self.index.head(bin);
+        for _ in 0..limit {
+            let Some(entry) = cursor else { return false };
+            if entry == chunk {
+                return true;
+            }
+            // SAFETY: entries up to `limit` had their link words read by `check_bins`.
+            cursor = unsafe { self.links_of(entry) }.and_then(|(next, _)| next);
+        }
+        false
+    }
+
+    /// Whether `chunk` is a free chunk met by the walk of the regions.
+    fn is_walked_free(&self, chunk: Chunk) -> bool {
+        let mut found = false;
+        self.for_each_walked_chunk(|walked, _, in_use| found |= walked == chunk && !in_use);
+        found
+    }
+
+    /// Calls `f(chunk, size, in_use)` for every chunk between each region's record chunk and
+    /// sentinel: only after the walk of [`Heap::check_region`] passed.
+    fn for_each_walked_chunk(&self, mut f: impl FnMut(Chunk, usize, bool)) {
+        for record in self.regions() {
+            // SAFETY: the regions passed the walk: the record chunk and every size up to the
+            // sentinel are valid.
+            unsafe {
+                let sentinel = record.as_ref().sentinel;
+                let mut chunk = Chunk::from_payload(record.cast()).next();
+                while chunk != sentinel {
+                    let size = chunk.size();
+                    f(chunk, size, chunk.is_in_use());
+                    chunk = chunk.after(size);
+                }
+            }
+        }
+    }
+
+    /// Checks the statistics against the walk.
+    fn check_stats(&self, tally: &Tally) -> Result<(), Corruption> {
+        let c = &self.counters;
+        let bytes_agree =
+            c.in_use == tally.in_use_bytes && c.managed == tally.in_use_bytes + tally.free_bytes;
+        let counts_agree = !cfg!(feature = "counters")
+            || (c.in_use <= c.peak_in_use
+                && c.peak_in_use <= c.managed
+                && c.allocations.wrapping_sub(c.frees) == tally.in_use_chunks as u64);
+        if !(bytes_agree && counts_agree) {
+            return fail(ptr::from_ref(c).addr(), CorruptionKind::BadStats);
+        }
+        Ok(())
+    }
+}
+
+/// Each test builds a small sound heap, corrupts exactly one thing through crate-internal
+/// access (unless it says otherwise), and asserts the exact violation `check` reports.
+#[cfg(test)]
+mod tests {
+    extern crate std;
+
+    use core::alloc::Layout;
+    use std::format;
+    use std::vec;
+    use std::vec::Vec;
+
+    use super::*;
+    use crate::bitmap::{fault, WORDS};
+    use crate::chunk::{GRANULE, WORD};
+
+    /// Payload bytes of each fixture block.
+    const BLOCK: usize = 64;
+
+    /// A heap over 4 KiB holding five blocks A..E of `BLOCK` bytes in address order, then the
+    /// free rest of the region (the tail); B is free, between the live A and C.
+    struct Fixture {
+        heap: Heap,
+        blocks: [NonNull<u8>; 5],
+        _memory: Vec<u128>,
+    }
+
+    fn fixture() -> Fixture {
+        let mut memory = vec![0u128; 256];
+        let mut heap = Heap::new();
+        // SAFETY: `memory` outlives the heap (both live in the fixture) and nothing else uses it.
+        unsafe { heap.claim(memory.as_mut_ptr().cast(), memory.len() * 16) }.unwrap();
+        let layout = Layout::from_size_align(BLOCK, 8).unwrap();
+        let blocks = [(); 5].map(|()| heap.allocate(layout).unwrap());
+        assert!(blocks.windows(2).all(|pair| pair[0] < pair[1]));
+        // SAFETY: B is a live block of this heap.
+        unsafe { heap.free(blocks[1]) };
+        heap.check().expect("the fixture is sound");
+        Fixture {
+            heap,
+            blocks,
+            _memory: memory,
+        }
+    }
+
+    impl Fixture {
+        fn chunk(&self, block: usize) -> Chunk {
+            // SAFETY: every fixture block came from this heap.
+            unsafe { Chunk::from_payload(self.blocks[block]) }
+        }
+
+        /// The free chunk after E, which holds the rest of the region.
+        fn tail(&self) -> Chunk {
+            // SAFETY: E is a live chunk with a valid size.
+            unsafe { self.chunk(4).next() }
+        }
+
+        /// The bin of the fixture's blocks (B's, when free).
+        fn block_bin(&self) -> usize {
+            // SAFETY: B is a chunk of this heap.
+            bin_of(unsafe { self.chunk(1).size() })
+        }
+
+        fn index_addr(&self) -> usize {
+            ptr::from_ref(&self.heap.index).addr()
+        }
+
+        fn sentinel(&self) -> Chunk {
+            let record = self.heap.regions().next().unwrap();
+            // SAFETY: region records are valid while the heap lives.
+            unsafe { record.as_ref() }.sentinel
+        }
+
+        /// Makes the next bitmap `set` flip `bit`, then frees D (between the live C and E, so
+        /// it is filed on its own, which sets its bin's bit): D heads the fixture's bin.
+        fn flip_bitmap_bit(&mut self, bit: usize) {
+            fault::flip_on_next_set(bit);
+            // SAFETY: D is a live block of this heap.
+            unsafe { self.heap.free(self.blocks[3]) };
+            assert!(!fault::pending(), "freeing D set a bit");
+        }
+
+        fn assert_fault(&self, addr: usize, bin: Option<usize>, kind: CorruptionKind) {
+            assert_eq!(self.heap.check(), Err(Corruption { addr, bin, kind }));
+        }
+    }
+
+    /// Sets the header of `chunk`.
+    fn set_header(chunk: Chunk, header: usize) {
+        // SAFETY: the tests pass chunks of a fixture heap.
+        unsafe { chunk.set_header(header) }
+    }
+
+    fn header(chunk: Chunk) -> usize {
+        // SAFETY: the tests pass chunks of a fixture heap.
+        unsafe { chunk.header() }
+    }
+
+    #[test]
+    fn a_sound_heap_passes() {
+        let mut fixture = fixture();
+        // SAFETY: D is a live block of this heap.
+        unsafe { fixture.heap.free(fixture.blocks[3]) };
+        fixture.heap.check().unwrap();
+        assert!(fixture.heap.index.is_marked(fixture.block_bin()));
+        assert!(fixture.heap.index.is_marked(SUMMARY_BITS));
+        assert!(!fixture.heap.index.is_marked(SUMMARY_BITS + WORDS - 1));
+    }
+
+    #[test]
+    fn a_damaged_record_chunk_is_bad_region() {
+        let fixture = fixture();
+        let record = fixture.heap.regions().next().unwrap();
+        // SAFETY: the record is the payload of its record chunk.
+        let record_chunk = unsafe { Chunk::from_payload(record.cast()) };
+        set_header(record_chunk, header(record_chunk) + GRANULE);
+        fixture.assert_fault(record_chunk.addr(), None, CorruptionKind::BadRegion);
+    }
+
+    #[test]
+    fn a_stray_header_bit_is_bad_size() {
+        let fixture = fixture();
+        let c = fixture.chunk(2);
+        set_header(c, header(c) | crate::chunk::EMBEDDER_TAG);
+        fixture.assert_fault(c.addr(), None, CorruptionKind::BadSize);
+    }
+
+    #[test]
+    fn a_prev_flag_that_calls_a_live_chunk_free_is_bad_prev_flag() {
+        let fixture = fixture();
+        let d = fixture.chunk(3);
+        set_header(d, header(d) & !PREV_IN_USE);
+        fixture.assert_fault(d.addr(), None, CorruptionKind::BadPrevFlag);
+    }
+
+    #[test]
+    fn a_live_chunk_marked_free_beside_a_free_one_is_adjacent_free() {
+        let fixture = fixture();
+        // C follows the free B, so its PREV_IN_USE is rightly clear; clearing IN_USE makes
+        // it a second free chunk right after B.
+        let c = fixture.chunk(2);
+        set_header(c, header(c) & !IN_USE);
+        fixture.assert_fault(c.addr(), None, CorruptionKind::AdjacentFree);
+    }
+
+    #[test]
+    fn a_wrong_footer_is_bad_footer() {
+        let fixture = fixture();
+        let b = fixture.chunk(1);
+        // SAFETY: B is a free chunk; its footer is its last word.
+        unsafe {
+            let size = b.size();
+            let footer = b.payload().add(size - 2 * WORD).cast::<usize>();
+            footer.write(size + GRANULE);
+        }
+        fixture.assert_fault(b.addr(), None, CorruptionKind::BadFooter);
+    }
+
+    #[test]
+    fn a_prev_link_its_target_does_not_return_is_bad_link() {
+        let fixture = fixture();
+        let b = fixture.chunk(1);
+        // SAFETY: B is a free chunk; A is a chunk (its payload holds no links).
+        unsafe { b.set_prev_free(fixture.chunk(0)) };
+        fixture.assert_fault(b.addr(), Some(fixture.block_bin()), CorruptionKind::BadLink);
+    }
+
+    #[test]
+    fn a_next_link_its_target_does_not_return_is_bad_link() {
+        let fixture = fixture();
+        let b = fixture.chunk(1);
+        // SAFETY: B is a free chunk; C is a chunk (its payload holds no links).
+        unsafe { b.set_next_free(fixture.chunk(2)) };
+        fixture.assert_fault(b.addr(), Some(fixture.block_bin()), CorruptionKind::BadLink);
+    }
+
+    #[test]
+    fn a_null_link_is_bad_link_and_not_followed() {
+        let fixture = fixture();
+        let b = fixture.chunk(1);
+        // SAFETY: B is a free chunk; its `next` link is its first payload word.
+        unsafe { b.payload().cast::<usize>().write(0) };
+        fixture.assert_fault(b.addr(), Some(fixture.block_bin()), CorruptionKind::BadLink);
+    }
+
+    #[test]
+    fn a_live_chunk_in_a_list_is_bad_link() {
+        let mut fixture = fixture();
+        let c = fixture.chunk(2);
+        // The index files the live C (which overwrites C's first payload words with links and
+        // B's `prev` link with C): B's links stay consistent, so only the list walk sees it.
+        // SAFETY: C's link words are inside its payload; B is listed in C's bin.
+        unsafe { fixture.heap.index.insert(c, c.size()) };
+        fixture.assert_fault(c.addr(), Some(fixture.block_bin()), CorruptionKind::BadLink);
+    }
+
+    #[test]
+    fn a_bit_set_for_an_empty_bin_is_bad_bitmap() {
+        let mut fixture = fixture();
+        // Bin 0 shares its word with the fixture's bin, so the summary stays right.
+        assert_ne!(fixture.block_bin(), 0);
+        assert_eq!(fixture.block_bin() / BITS, 0);
+        fixture.flip_bitmap_bit(0);
+        let index = fixture.index_addr();
+        fixture.assert_fault(index, Some(0), CorruptionKind::BadBitmap);
+    }
+
+    #[test]
+    fn a_bit_clear_for_a_listed_bin_is_bad_bitmap() {
+        let mut fixture = fixture();
+        let bin = fixture.block_bin();
+        fixture.flip_bitmap_bit(bin);
+        let d = fixture.chunk(3);
+        fixture.assert_fault(d.addr(), Some(bin), CorruptionKind::BadBitmap);
+    }
+
+    #[test]
+    fn a_spare_slot_bit_is_bad_bitmap() {
+        if BIN_COUNT == BIN_SLOTS {
+            return;
+        }
+        let mut fixture = fixture();
+        fixture.flip_bitmap_bit(BIN_COUNT);
+        let index = fixture.index_addr();
+        fixture.assert_fault(index, Some(BIN_COUNT), CorruptionKind::BadBitmap);
+    }
+
+    #[test]
+    fn a_summary_bit_for_an_empty_word_is_bad_summary() {
+        let mut fixture = fixture();
+        fixture.flip_bitmap_bit(SUMMARY_BITS + WORDS - 1);
+        let index = fixture.index_addr();
+        let bin = Some((WORDS - 1) * BITS);
+        fixture.assert_fault(index, bin, CorruptionKind::BadSummary);
+    }
+
+    #[test]
+    fn a_summary_bit_clear_for_a_used_word_is_bad_summary() {
+        let mut fixture = fixture();
+        fixture.flip_bitmap_bit(SUMMARY_BITS);
+        let index = fixture.index_addr();
+        fixture.assert_fault(index, Some(0), CorruptionKind::BadSummary);
+    }
+
+    #[test]
+    fn a_summary_bit_beyond_the_words_is_bad_summary() {
+        if WORDS == BITS {
+            return;
+        }
+        let mut fixture = fixture();
+        fixture.flip_bitmap_bit(SUMMARY_BITS + WORDS);
+        let index = fixture.index_addr();
+        fixture.assert_fault(index, Some(WORDS * BITS), CorruptionKind::BadSummary);
+    }
+
+    #[test]
+    fn a_ring_through_a_list_head_ends_the_walk() {
+        let fixture = fixture();
+        // B, alone in its list, links to itself both ways: every back link agrees, so only
+        // the bound on the list walk stops the checker going round forever.
+        let b = fixture.chunk(1);
+        // SAFETY: B is a free chunk.
+        unsafe {
+            b.set_next_free(b);
+            b.set_prev_free(b);
+        }
+        fixture.assert_fault(
+            b.addr(),
+            Some(fixture.block_bin()),
+            CorruptionKind::LostChunk,
+        );
+    }
+
+    #[test]
+    fn a_free_chunk_in_no_list_is_lost() {
+        let mut fixture = fixture();
+        let b = fixture.chunk(1);
+        // The index forgets B. A forgotten chunk's links still name the sink as its
+        // predecessor, which the link check catches; only links that form a ring of their own
+        // get past it, so B's are made one (two more words).
+        // SAFETY: B is a free chunk filed in the index.
+        unsafe {
+            fixture.heap.index.remove(b, b.size());
+            b.set_next_free(b);
+            b.set_prev_free(b);
+        }
+        let bin = fixture.block_bin();
+        fixture.assert_fault(b.addr(), Some(bin), CorruptionKind::LostChunk);
+    }
+
+    /// Writes, inside E's payload, the header of a free chunk of B's size, files it, and
+    /// returns it: a list entry that is no chunk of the heap.
+    fn forge_entry(fixture: &mut Fixture) -> Chunk {
+        let e = fixture.chunk(4);
+        // SAFETY: E's payload is writable and large enough for a minimal chunk's header and
+        // links; the forged chunk's header is at a header slot (one granule in).
+        unsafe {
+            let forged = e.after(GRANULE);
+            let size = fixture.chunk(1).size();
+            forged.set_header(size | PREV_IN_USE);
+            fixture.heap.index.insert(forged, size);
+            forged
+        }
+    }
+
+    #[test]
+    fn an_entry_in_excess_is_lost() {
+        let mut fixture = fixture();
+        let forged = forge_entry(&mut fixture);
+        let bin = fixture.block_bin();
+        fixture.assert_fault(forged.addr(), Some(bin), CorruptionKind::LostChunk);
+    }
+
+    #[test]
+    fn a_forged_entry_cannot_stand_in_for_a_lost_chunk() {
+        // Two corruptions that keep the count of listed chunks right: a forged entry, and the
+        // tail forgotten by the index (its links made a ring, as above). Only the fingerprint
+        // of the listed chunks tells the lists from the free chunks.
+        let mut fixture = fixture();
+        forge_entry(&mut fixture);
+        let tail = fixture.tail();
+        // SAFETY: the tail is a free chunk filed in the index.
+        let bin = unsafe {
+            let size = tail.size();
+            fixture.heap.index.remove(tail, size);
+            tail.set_next_free(tail);
+            tail.set_prev_free(tail);
+            bin_of(size)
+        };
+        fixture.assert_fault(tail.addr(), Some(bin), CorruptionKind::LostChunk);
+    }
+
+    #[test]
+    fn a_damaged_sentinel_is_bad_sentinel() {
+        let fixture = fixture();
+        let sentinel = fixture.sentinel();
+        // The tail before it is free, so its PREV_IN_USE is rightly clear.
+        set_header(sentinel, header(sentinel) | PREV_IN_USE);
+        fixture.assert_fault(sentinel.addr(), None, CorruptionKind::BadSentinel);
+    }
+
+    fn counters_addr(fixture: &Fixture) -> usize {
+        ptr::from_ref(&fixture.heap.counters).addr()
+    }
+
+    #[test]
+    fn bytes_in_use_off_the_walk_are_bad_stats() {
+        let mut fixture = fixture();
+        fixture.heap.counters.in_use += GRANULE;
+        fixture.heap.counters.peak_in_use += GRANULE;
+        let addr = counters_addr(&fixture);
+        fixture.assert_fault(addr, None, CorruptionKind::BadStats);
+    }
+
+    #[test]
+    fn bytes_managed_off_the_walk_are_bad_stats() {
+        let mut fixture = fixture();
+        fixture.heap.counters.managed += GRANULE;
+        let addr = counters_addr(&fixture);
+        fixture.assert_fault(addr, None, CorruptionKind::BadStats);
+    }
+
+    #[cfg(feature = "counters")]
+    #[test]
+    fn a_peak_below_in_use_is_bad_stats() {
+        let mut fixture = fixture();
+        fixture.heap.counters.peak_in_use = fixture.heap.counters.in_use - GRANULE;
+        let addr = counters_addr(&fixture);
+        fixture.assert_fault(addr, None, CorruptionKind::BadStats);
+    }
+
+    #[cfg(feature = "counters")]
+    #[test]
+    fn a_peak_above_managed_is_bad_stats() {
+        let mut fixture = fixture();
+        fixture.heap.counters.peak_in_use = fixture.heap.counters.managed + GRANULE;
+        let addr = counters_addr(&fixture);
+        fixture.assert_fault(addr, None, CorruptionKind::BadStats);
+    }
+
+    #[cfg(feature = "counters")]
+    #[test]
+    fn a_count_off_the_live_chunks_is_bad_stats() {
+        let mut fixture = fixture();
+        fixture.heap.counters.frees += 1;
+        let addr = counters_addr(&fixture);
+        fixture.assert_fault(addr, None, CorruptionKind::BadStats);
+    }
+
+    /// Allocations minus frees is the number of allocated chunks whatever made them: runs
+    /// count each block, reallocs (in place, moved or slid back) count as neither.
+    #[cfg(feature = "counters")]
+    #[test]
+    fn live_counts_hold_across_runs_and_reallocs() {
+        let mut fixture = fixture();
+        let heap = &mut fixture.heap;
+        // Larger than B's hole, so the run comes from the tail.
+        let layout = Layout::from_size_align(100, 8).unwrap();
+        let mut run = Vec::new();
+        assert_eq!(heap.allocate_run(layout, 6, |block| run.push(block)), 6);
+        heap.check().unwrap();
+        // SAFETY: each block is live with `layout`; the results replace them.
+        unsafe {
+            let moved = heap.realloc(run[2], layout, 600).unwrap();
+            assert_ne!(
+                moved, run[2],
+                "the run's neighbours keep it from growing in place"
+            );
+            run[2] = moved;
+            heap.check().unwrap();
+            run[0] = heap.realloc(run[0], layout, 8).unwrap();
+            heap.check().unwrap();
+            for &block in &run {
+                heap.free(block);
+            }
+        }
+        heap.check().unwrap();
+        let stats = heap.stats();
+        assert_eq!(stats.reallocs, Some(2));
+        assert_eq!(stats.allocations.unwrap() - stats.frees.unwrap(), 4);
+    }
+
+    #[test]
+    fn the_message_names_the_address_and_the_bin() {
+        let fixture = fixture();
+        let b = fixture.chunk(1);
+        // SAFETY: B is a free chunk.
+        unsafe { b.set_prev_free(fixture.chunk(0)) };
+        let message = format!("{}", fixture.heap.check().unwrap_err());
+        let expected = format!(
+            "heapworks: heap corrupt at {:#x} (bin {}): free list links inconsistent",
+            b.addr(),
+            fixture.block_bin()
+        );
+        assert_eq!(message, expected);
     }
 }

@@ -104,11 +104,27 @@ impl fmt::Display for Misuse {
     }
 }
 
-/// The first broken invariant [`crate::Heap::check`] found, with the address involved.
+/// The first broken invariant [`crate::Heap::check`] found: where, and what was wrong.
+///
+/// `addr` is always an address in the heap's memory or metadata, never a placeholder:
+/// - a chunk's header for a fault of one chunk (its size, flags, footer or links), and for a
+///   free chunk missing from its bin's list ([`CorruptionKind::LostChunk`]);
+/// - the record chunk for [`CorruptionKind::BadRegion`], the end sentinel for
+///   [`CorruptionKind::BadSentinel`];
+/// - for a bitmap fault, the first chunk of the bin's list when it has one, and otherwise the
+///   heap's free index (the structure holding the bitmap and the lists' heads);
+/// - the heap's counters for [`CorruptionKind::BadStats`].
+///
+/// `bin` names the bin involved in a fault of the free index ([`CorruptionKind::BadLink`],
+/// [`CorruptionKind::BadBitmap`], [`CorruptionKind::BadSummary`],
+/// [`CorruptionKind::LostChunk`]), and is `None` otherwise.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Corruption {
-    /// The address of the chunk, region record or bin where the walk stopped.
+    /// The address involved (see above).
     pub addr: usize,
+    /// The bin involved, for faults of the free index.
+    pub bin: Option<usize>,
     /// What was wrong there.
     pub kind: CorruptionKind,
 }
@@ -126,15 +142,25 @@ pub enum CorruptionKind {
     AdjacentFree,
     /// A free chunk's footer differs from its size.
     BadFooter,
-    /// A free chunk's list links are inconsistent, or it is not in its bin's list.
+    /// A free chunk's list links are inconsistent (a neighbour does not link back, a link is
+    /// null, the next chunk belongs to another bin, or the chunk says it heads a list it does
+    /// not head), or a list holds a chunk that is not a free chunk of its bin.
     BadLink,
-    /// A bin's occupancy bit disagrees with its list.
+    /// A bin's occupancy bit disagrees with its list, or the bit of a spare slot beyond the
+    /// last bin is set.
     BadBitmap,
-    /// The bins list a different number of chunks than the walk found free.
+    /// A summary bit of the bitmap disagrees with the word of bin bits it stands for (set for
+    /// an empty word, or a word beyond the map; clear for a non-empty one). `bin` is the first
+    /// bin of that word. Allocation would skip or misread those bins.
+    BadSummary,
+    /// A free chunk is in no list (`addr` is that chunk), or the lists hold more entries than
+    /// there are free chunks (`addr` is the entry found in excess).
     LostChunk,
     /// The end sentinel is damaged.
     BadSentinel,
-    /// The statistics disagree with the walk.
+    /// The statistics disagree with the walk: bytes in use or managed, or (with feature
+    /// `counters`) the high-water mark outside `in_use..=managed`, or allocations minus frees
+    /// not the number of allocated chunks.
     BadStats,
 }
 
@@ -147,11 +173,18 @@ impl fmt::Display for Corruption {
             CorruptionKind::AdjacentFree => "two adjacent free chunks",
             CorruptionKind::BadFooter => "free chunk footer differs from its size",
             CorruptionKind::BadLink => "free list links inconsistent",
-            CorruptionKind::BadBitmap => "bin bitmap disagrees with the bin lists",
+            CorruptionKind::BadBitmap => "bin's occupancy bit disagrees with its list",
+            CorruptionKind::BadSummary => {
+                "bitmap summary bit disagrees with the word of bins starting here"
+            }
             CorruptionKind::LostChunk => "bins and heap walk disagree on the free chunks",
             CorruptionKind::BadSentinel => "damaged end sentinel",
             CorruptionKind::BadStats => "statistics disagree with the heap walk",
         };
-        write!(f, "heapworks: heap corrupt at {:#x}: {what}", self.addr)
+        write!(f, "heapworks: heap corrupt at {:#x}", self.addr)?;
+        if let Some(bin) = self.bin {
+            write!(f, " (bin {bin})")?;
+        }
+        write!(f, ": {what}")
     }
 }
