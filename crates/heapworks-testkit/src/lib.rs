@@ -8,6 +8,13 @@
 //! - contents survive: each block is filled with a pattern derived from its id, verified on
 //!   every realloc and free (up to the smaller of the old and new sizes across a realloc);
 //! - a failed request leaves the heap unchanged (statistics equal before and after);
+//! - a request with alignment up to [`heapworks::GRANULE`] succeeds exactly when the largest
+//!   free block measured just before it ([`heapworks::Stats::largest_free`]) can hold it: an
+//!   allocation, an `allocate_run` of at least one block, and a realloc (whose in-place attempt
+//!   changes nothing when it fails, so the move finds the same largest block). That is the
+//!   promise "a request the largest free block can serve never fails", and its converse (no
+//!   such request is served from nothing); both cost two comparisons, as the model reads the
+//!   statistics before every request anyway;
 //! - `check()` passes (every `check_every` operations, and always at the end).
 
 use std::alloc::Layout;
@@ -112,6 +119,35 @@ impl Op {
     }
 }
 
+/// Whether the heap, whose statistics were `before`, must serve a request for `size` bytes
+/// at alignment `align` from one free block: `largest_free` is the payload of the largest free
+/// chunk (its size less the one-word header), 0 when there is none, and a request of alignment
+/// up to the granule needs a chunk of `size` plus the header rounded up to the granule, which a
+/// chunk of a granule multiple holds exactly when its payload holds `size`. `None` for larger
+/// alignments, which need room for padding and so promise nothing exact.
+fn servable(before: &heapworks::Stats, size: usize, align: usize) -> Option<bool> {
+    (align <= heapworks::GRANULE).then_some(before.largest_free > 0 && size <= before.largest_free)
+}
+
+/// Panics unless `succeeded` is what the largest free block before the request promised.
+fn assert_served_as_promised(
+    before: &heapworks::Stats,
+    size: usize,
+    align: usize,
+    succeeded: bool,
+    what: &str,
+) {
+    if let Some(servable) = servable(before, size, align) {
+        assert_eq!(
+            succeeded,
+            servable,
+            "{what} of {size} bytes (align {align}) {} with the largest free block {} bytes",
+            if succeeded { "succeeded" } else { "failed" },
+            before.largest_free
+        );
+    }
+}
+
 /// A live block in the shadow.
 #[derive(Debug, Clone, Copy)]
 struct Block {
@@ -211,7 +247,9 @@ impl<'a> Model<'a> {
     fn alloc(&mut self, size: usize, align: usize) {
         let layout = Layout::from_size_align(size, align).expect("valid layout");
         let before = self.heap.stats();
-        match self.heap.allocate(layout) {
+        let result = self.heap.allocate(layout);
+        assert_served_as_promised(&before, size, align, result.is_ok(), "an allocation");
+        match result {
             Ok(ptr) => {
                 self.tally.allocations += 1;
                 let id = self.next_id;
@@ -235,6 +273,9 @@ impl<'a> Model<'a> {
             .allocate_run(layout, count, |ptr| blocks.push(ptr));
         assert_eq!(made, blocks.len(), "allocate_run miscounted its blocks");
         assert!(made <= count, "allocate_run made {made} blocks of {count}");
+        if count > 0 {
+            assert_served_as_promised(&before, size, 8, made > 0, "a run");
+        }
         if made == 0 {
             self.tally.failed_allocations += 1;
             self.assert_unchanged(before);
@@ -275,7 +316,14 @@ impl<'a> Model<'a> {
         verify(block.ptr, block.layout.size(), block.id, "realloc (before)");
         let before = self.heap.stats();
         // SAFETY: `block` is live in this heap with this layout.
-        match unsafe { self.heap.realloc(block.ptr, block.layout, size) } {
+        let result = unsafe { self.heap.realloc(block.ptr, block.layout, size) };
+        if result.is_err() {
+            // A realloc also succeeds in place or by sliding back, so only a failure is bound
+            // to the largest free block: it must have been too small.
+            let align = block.layout.align();
+            assert_served_as_promised(&before, size, align, false, "a realloc");
+        }
+        match result {
             Ok(ptr) => {
                 self.tally.reallocs += 1;
                 if ptr == block.ptr {
@@ -446,4 +494,45 @@ pub fn soak(seed: u64, ops: usize, max_size: usize, arena_bytes: usize, check_ev
     model.check();
     model.free_all();
     model.tally
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The promise is exact at its edge: a request of exactly the largest free payload must be
+    /// served, one byte more cannot be, and nothing is served from a heap with no free block.
+    #[test]
+    fn the_largest_free_block_serves_exactly_its_payload() {
+        let mut arena = Arena::new(64 * 1024);
+        let mut heap = arena.heap();
+        let largest = heap.stats().largest_free;
+        assert!(largest > 0);
+        assert_eq!(servable(&heap.stats(), largest + 1, 8), Some(false));
+        let too_large = Layout::from_size_align(largest + 1, 8).unwrap();
+        assert!(heap.allocate(too_large).is_err());
+        assert_eq!(
+            servable(&heap.stats(), largest, heapworks::GRANULE),
+            Some(true)
+        );
+        let exact = Layout::from_size_align(largest, heapworks::GRANULE).unwrap();
+        let block = heap.allocate(exact).unwrap();
+        let full = heap.stats();
+        assert_eq!(full.largest_free, 0);
+        assert_eq!(servable(&full, 0, 1), Some(false));
+        assert!(heap.allocate(Layout::new::<u8>()).is_err());
+        assert_eq!(servable(&full, 0, 2 * heapworks::GRANULE), None);
+        // SAFETY: `block` is live in this heap.
+        unsafe { heap.free(block) };
+        heap.check().unwrap();
+    }
+
+    #[test]
+    fn a_model_run_keeps_the_promise() {
+        let tally = soak(7, 20_000, 2048, 32 * 1024, 8);
+        assert!(
+            tally.failed_allocations > 0 && tally.failed_reallocs > 0,
+            "{tally:?}"
+        );
+    }
 }

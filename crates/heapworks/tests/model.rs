@@ -1,6 +1,7 @@
 //! Randomized operation sequences against the shadow model (see `heapworks-testkit`): alignment,
 //! no overlap, usable size, contents kept across realloc and free, failed calls change nothing,
-//! and `check()` after every step.
+//! a request (alignment up to the granule) fails exactly when the largest free block measured
+//! just before it is too small, and `check()` after every step.
 //!
 //! Two drivers: proptest (shrinks a failure to a minimal sequence) and seeded soak runs (many
 //! more operations, deterministic per seed). Together they run millions of operations; under Miri
