@@ -451,7 +451,8 @@ impl FreeIndex {
         self.listed(Some(unsafe { chunk.prev_free() }))
     }
 
-    /// Whether the bitmap has `bin` marked non-empty (for the checker).
+    /// Whether the bitmap has `bin` marked non-empty, or, for `bin >= SUMMARY_BITS`, summary
+    /// bit `bin - SUMMARY_BITS` set (see [`Bitmap::is_set`]; for the checker).
     pub(crate) fn is_marked(&self, bin: usize) -> bool {
         self.occupancy.is_set(bin)
     }
