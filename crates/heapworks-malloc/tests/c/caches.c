@@ -7,6 +7,9 @@
  *   caches split    a freed 16 MiB block serves two 8 MiB requests, then one of 16 MiB again
  *   caches varying  100 blocks of 5 to 25 MiB, every page touched; prints `faults <minor page
  *                   faults> maxrss <peak RSS in KiB>` for the loop
+ *   caches mixed    100000 steps over 64 slots: free a random slot's block, allocate one of
+ *                   1 to 4 KiB (random) there, as threads.c's mixed workload does with its
+ *                   medium sizes; prints `steps <medium mallocs>`
  * Prints `<mode>: ok` and exits 0, or exits 1 at the first failed check. */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -97,6 +100,30 @@ static void varying(void) {
     printf("faults %ld maxrss %ld\n", after.ru_minflt - before.ru_minflt, after.ru_maxrss);
 }
 
+/* Medium blocks of random sizes freed and allocated by one thread, each checked. */
+static void mixed(void) {
+    enum { SLOTS = 64, STEPS = 100000 };
+    static unsigned char *slots[SLOTS];
+    static size_t sizes[SLOTS];
+    uint64_t state = 42;
+    for (int step = 0; step < STEPS; step++) {
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        size_t slot = (size_t)(state >> 33) % SLOTS;
+        if (slots[slot]) {
+            CHECK(slots[slot][0] == (unsigned char)slot);
+            CHECK(slots[slot][sizes[slot] - 1] == (unsigned char)slot);
+            free(slots[slot]);
+        }
+        state = state * 6364136223846793005u + 1442695040888963407u;
+        sizes[slot] = 1024 + (size_t)(state >> 33) % 3073;
+        slots[slot] = malloc(sizes[slot]);
+        CHECK(slots[slot] && malloc_usable_size(slots[slot]) >= sizes[slot]);
+        slots[slot][0] = slots[slot][sizes[slot] - 1] = (unsigned char)slot;
+    }
+    for (size_t slot = 0; slot < SLOTS; slot++) free(slots[slot]);
+    printf("steps %d\n", STEPS);
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     if (!strcmp(argv[1], "loops")) loops();
@@ -104,6 +131,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "exit")) on_exit_of_thread();
     else if (!strcmp(argv[1], "split")) split();
     else if (!strcmp(argv[1], "varying")) varying();
+    else if (!strcmp(argv[1], "mixed")) mixed();
     else return 2;
     printf("%s: ok\n", argv[1]);
     return 0;
