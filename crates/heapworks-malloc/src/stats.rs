@@ -33,6 +33,8 @@ pub(crate) struct Counters {
     pub(crate) medium_from_central: AtomicUsize,
     /// Medium blocks the thread caches gave back to the central heap.
     pub(crate) medium_released: AtomicUsize,
+    /// Times a thread's medium cache doubled its budget.
+    pub(crate) medium_grown: AtomicUsize,
     /// Large mappings made for new blocks (blocks reused from a thread's slot are not counted:
     /// the fast paths count nothing).
     pub(crate) large_mapped: AtomicUsize,
@@ -66,6 +68,7 @@ pub(crate) static COUNTERS: Counters = Counters {
     trimmed_bytes: AtomicUsize::new(0),
     medium_from_central: AtomicUsize::new(0),
     medium_released: AtomicUsize::new(0),
+    medium_grown: AtomicUsize::new(0),
     large_mapped: AtomicUsize::new(0),
     large_reused: AtomicUsize::new(0),
     large_remaps: AtomicUsize::new(0),
@@ -166,9 +169,10 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  medium blocks: {} requests served by the central heap, {} cached blocks given back",
+        "  medium blocks: {} requests served by the central heap, {} cached blocks given back, {} budget doublings",
         get(&c.medium_from_central),
-        get(&c.medium_released)
+        get(&c.medium_released),
+        get(&c.medium_grown)
     )?;
     writeln!(
         out,

@@ -43,7 +43,11 @@ fn medium_cache_stays_within_its_budget() {
     let output = run("bounded", &[]);
     let in_use = stat(&output, "central heap:");
     assert!(in_use < 1 << 20, "{in_use} B still in use at exit");
-    assert!(stat_numbers(&output, "medium blocks:")[1] > 2000);
+    let medium = stat_numbers(&output, "medium blocks:");
+    assert!(medium[1] > 2000);
+    // A thread that only frees gives its whole cache back each time it is full, and its
+    // budget never grows.
+    assert_eq!(medium[2], 0, "the medium budget grew");
 }
 
 #[test]
@@ -53,13 +57,16 @@ fn medium_blocks_of_mixed_sizes_are_reused_by_their_thread() {
     // blocks serve later requests they hold with at most half to spare, and a full cache gives
     // back its oldest blocks, not all of them. Taking only blocks within an eighth of the
     // request and emptying the cache whenever it was full sent 40 000 requests to the central
-    // heap; now about 3 600 go.
+    // heap; now about 2 000 go. Having given back 64 budgets' worth of blocks while serving
+    // requests, the cache doubles its budget.
     let output = run("mixed", &[]);
-    let from_central = stat(&output, "medium blocks:");
+    let medium = stat_numbers(&output, "medium blocks:");
+    let (from_central, doublings) = (medium[0], medium[2]);
     assert!(
         from_central <= 10_000,
         "{from_central} of 100000 medium requests reached the central heap"
     );
+    assert!(doublings >= 1, "the medium budget never grew");
 }
 
 #[test]
