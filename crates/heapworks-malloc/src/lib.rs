@@ -44,7 +44,8 @@
 //! mapping of up to 32 MiB waits in its thread's slot for the next large request it fits.
 //!
 //! Memory goes back to the OS lazily and bounded: each thread keeps at most its cache budget
-//! (512 KiB by default, one medium block beyond it at most) and one large mapping of at most
+//! (512 KiB by default; up to 1.375 times that once its medium share has grown, see `medium`;
+//! one medium block beyond it at most) and one large mapping of at most
 //! 32 MiB, and gives them back when it exits; other freed large mappings wait in a shared cache
 //! of at most 64 MiB (configurable) and the oldest are unmapped beyond it; a reused mapping much
 //! longer than needed is cut down to size. Inside the central heap's segments, after every
