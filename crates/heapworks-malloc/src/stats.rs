@@ -48,6 +48,10 @@ pub(crate) struct Counters {
     pub(crate) tiny_slabs: AtomicUsize,
     /// Empty tiny slabs whose pages were given back to the OS.
     pub(crate) tiny_discards: AtomicUsize,
+    /// Flushed slot lists kept whole as their area's batches.
+    pub(crate) slot_batches_given: AtomicUsize,
+    /// Refills served by a batch of slots.
+    pub(crate) slot_batches_taken: AtomicUsize,
     /// Reallocations that stayed in place.
     pub(crate) realloc_in_place: AtomicUsize,
     /// Reallocations that moved the block.
@@ -75,6 +79,8 @@ pub(crate) static COUNTERS: Counters = Counters {
     large_unmaps: AtomicUsize::new(0),
     tiny_slabs: AtomicUsize::new(0),
     tiny_discards: AtomicUsize::new(0),
+    slot_batches_given: AtomicUsize::new(0),
+    slot_batches_taken: AtomicUsize::new(0),
     realloc_in_place: AtomicUsize::new(0),
     realloc_moved: AtomicUsize::new(0),
 };
@@ -184,9 +190,11 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  tiny slabs: {} started, {} emptied and given back (64 KiB slabs of 16 to 128 B slots)",
+        "  tiny slabs: {} started, {} emptied and given back, {} flushed lists kept as batches, {} refills from them (64 KiB slabs of 16 to 384 B slots)",
         get(&c.tiny_slabs),
-        get(&c.tiny_discards)
+        get(&c.tiny_discards),
+        get(&c.slot_batches_given),
+        get(&c.slot_batches_taken)
     )?;
     writeln!(
         out,

@@ -702,7 +702,8 @@ unsafe fn release_cut(mut cut: Cut, core_too: bool) {
     // SAFETY: forwarded from the caller.
     unsafe {
         if cut.slot_count > 0 {
-            tiny::lock().give_back(cut.slots, cut.slot_count);
+            let area = tiny::area_of(cut.slots);
+            tiny::lock().give_back(area, cut.slots, cut.slot_count);
         }
         if core_too && cut.core_count > 0 {
             release_list(&mut central::lock(), &mut cut.core, cut.core_count);

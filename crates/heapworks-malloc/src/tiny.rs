@@ -34,9 +34,13 @@
 //! metadata) is its offset within its area shifted right: O(1), no lookup.
 //!
 //! Slots move between the slabs and the thread caches in batches under [`SLABS`]'s lock (see
-//! [`crate::tcache`]): a refill takes slots from the partial slab at the head of its area's
-//! list, first from its free list (slots given back), then from its fresh part (never used
-//! since the slab started, so nothing needs building until a batch asks). A slab that becomes
+//! [`crate::tcache`]). A flushed list is kept whole, as its area's top batch, while the area's
+//! batches hold at most [`BATCH_MAX_BYTES`]; a refill takes the top batch (or its first part)
+//! first: either costs O(1), not a dozen instructions and a metadata update a slot, and the
+//! blocks one thread frees reach the next refill (of any thread) as they were. Otherwise a
+//! flushed slot goes back to its slab, and a refill takes slots from the partial slab at the
+//! head of its area's list, first from its free list (slots given back), then from its fresh
+//! part (never used since the slab started, so nothing needs building until a batch asks). A slab that becomes
 //! empty stays resident if fewer than [`EMPTY_KEPT`] others of its area are, else its pages go
 //! back to the OS (`madvise(MADV_DONTNEED)`) and it restarts clean; either way the next slab a
 //! refill of its area needs comes from those before new address space is committed. Resident
@@ -50,7 +54,13 @@
 //!   before (and if it never is), `BASE_NEGATED` is `2^63`, which puts every user address more
 //!   than `SPAN` past the start, and `END` is 1.
 //! - A slab's slot is exactly one of: on its slab's free list, at or above its `fresh` mark, or
-//!   out (handed to a thread cache or a program); `used` counts the slots out.
+//!   out (handed to a thread cache or a program, or in one of its area's batches); `used`
+//!   counts the slots out.
+//! - An area's batches form a stack of null-terminated slot lists of the area, linked through
+//!   the second word of each list's first slot, which also holds the list's length (see
+//!   [`write_batch_header`]); `batch_slots` is the sum of the lengths, and `batch_slots` slots
+//!   take at most [`BATCH_MAX_BYTES`]. A slab whose slots wait in batches does not empty, so
+//!   the batches bound what they keep from being given back to the OS.
 //! - The partial list holds exactly the started slabs with `used > 0` and a slot to give (free
 //!   list or fresh part), doubly linked; the empty stack holds `empty_count <= EMPTY_KEPT` slabs
 //!   with `used == 0` whose pages are resident; the clean stack holds slabs with `used == 0`,
@@ -101,6 +111,8 @@ const COMMIT_SLABS: usize = 16;
 const POPULATE_AFTER: usize = 4;
 /// Empty slabs of an area kept resident for the next refills; the others are given back.
 const EMPTY_KEPT: u32 = 4;
+/// The bytes of slots an area keeps in batches, as flushed, for the next refills.
+const BATCH_MAX_BYTES: usize = 128 << 10;
 /// Where the region is asked for: 16 TiB, below the kernel's mapping area (which on x86-64
 /// grows down from near 128 TiB, or up from about 43 TiB in the legacy layout) and above
 /// where non-PIE executables, their `brk` heap and `MAP_32BIT` mappings live.
@@ -236,6 +248,10 @@ struct Area {
     empty: u32,
     empty_count: u32,
     clean: u32,
+    /// The first slot of the top batch (null: none).
+    batches: *mut u8,
+    /// Slots in all the batches.
+    batch_slots: u32,
 }
 
 impl Area {
@@ -246,7 +262,35 @@ impl Area {
         empty: 0,
         empty_count: 0,
         clean: 0,
+        batches: core::ptr::null_mut(),
+        batch_slots: 0,
     };
+}
+
+/// A batch's header, in the second word of its first slot: the next batch's first slot (null:
+/// none) in the low 48 bits and the batch's length above, which a slot's address (below
+/// `2^47`) and a list's length (at most `MAX_LIST_BLOCKS`) leave room for.
+const BATCH_LEN_SHIFT: u32 = 48;
+
+/// Reads the header of the batch whose first slot is `first`: the next batch and the length.
+///
+/// # Safety
+/// `first` is the first slot of a batch.
+unsafe fn read_batch_header(first: NonNull<u8>) -> (*mut u8, u32) {
+    // SAFETY: every slot has at least two words; a batch's first keeps the header in its second.
+    let word = unsafe { first.cast::<*mut u8>().add(1).read() };
+    let next = word.map_addr(|addr| addr & ((1 << BATCH_LEN_SHIFT) - 1));
+    (next, (word.addr() >> BATCH_LEN_SHIFT) as u32)
+}
+
+/// Writes the header of the batch whose first slot is `first`.
+///
+/// # Safety
+/// `first` is a slot out of its slab that the caller owns.
+unsafe fn write_batch_header(first: NonNull<u8>, next: *mut u8, len: u32) {
+    let word = next.map_addr(|addr| addr | (len as usize) << BATCH_LEN_SHIFT);
+    // SAFETY: as in `read_batch_header`.
+    unsafe { first.cast::<*mut u8>().add(1).write(word) };
 }
 
 /// The region and its areas' lists.
@@ -297,6 +341,11 @@ impl Slabs {
     /// first words that ends in `rest`. Returns the list's head (`rest` when no slot could be
     /// had) and the number of slots taken.
     pub(crate) fn take(&mut self, area: usize, count: u32, rest: *mut u8) -> (*mut u8, u32) {
+        if rest.is_null() && count > 0 {
+            if let Some(batch) = self.take_batch(area, count) {
+                return batch;
+            }
+        }
         let size = slot_bytes(area);
         let slots = slots(area);
         let mut head = rest;
@@ -344,12 +393,67 @@ impl Slabs {
         (head, taken)
     }
 
-    /// Gives back up to `count` slots of the null-terminated list at `head`.
+    /// Takes the top batch of `area`, or its first `count` slots if it holds more (the rest
+    /// stays the top batch): a null-terminated list and its length. `None` when the area has
+    /// no batch.
+    fn take_batch(&mut self, area: usize, count: u32) -> Option<(*mut u8, u32)> {
+        let first = NonNull::new(self.areas[area].batches)?;
+        // SAFETY: the top batch is a null-terminated list of slots out of their slabs, which
+        // the lock makes ours; its first slot holds the header.
+        unsafe {
+            let (next, len) = read_batch_header(first);
+            let taken = len.min(count);
+            let rest = if taken == len {
+                next
+            } else {
+                let mut last = first;
+                for _ in 1..taken {
+                    last = NonNull::new_unchecked(last.cast::<*mut u8>().read());
+                }
+                let rest = NonNull::new_unchecked(last.cast::<*mut u8>().read());
+                last.cast::<*mut u8>().write(core::ptr::null_mut());
+                write_batch_header(rest, next, len - taken);
+                rest.as_ptr()
+            };
+            let state = &mut self.areas[area];
+            state.batches = rest;
+            state.batch_slots -= taken;
+            bump(&COUNTERS.slot_batches_taken);
+            Some((first.as_ptr(), taken))
+        }
+    }
+
+    /// Gives back the `count` slots of `area` on the null-terminated list at `head`: whole, as
+    /// the area's new top batch, while its batches stay within [`BATCH_MAX_BYTES`]; else each
+    /// to its slab.
+    ///
+    /// # Safety
+    /// The list holds exactly `count` slots of `area`, out of their slabs, that the caller
+    /// gives up.
+    pub(crate) unsafe fn give_back(&mut self, area: usize, head: *mut u8, count: u32) {
+        let Some(first) = NonNull::new(head) else {
+            return;
+        };
+        let state = &mut self.areas[area];
+        let batched = (state.batch_slots + count) as usize * slot_bytes(area);
+        if batched <= BATCH_MAX_BYTES {
+            // SAFETY: the slots are the caller's to give up; the first holds the header.
+            unsafe { write_batch_header(first, state.batches, count) };
+            state.batches = head;
+            state.batch_slots += count;
+            bump(&COUNTERS.slot_batches_given);
+            return;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.give_back_each(head, count) }
+    }
+
+    /// Gives back up to `count` slots of the null-terminated list at `head`, each to its slab.
     ///
     /// # Safety
     /// The list's first `count` entries (or all) are slots out of their slabs that the caller
     /// gives up.
-    pub(crate) unsafe fn give_back(&mut self, mut head: *mut u8, count: u32) {
+    unsafe fn give_back_each(&mut self, mut head: *mut u8, count: u32) {
         let mut given = 0;
         while given < count {
             let Some(slot) = NonNull::new(head) else {

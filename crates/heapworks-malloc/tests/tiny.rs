@@ -77,6 +77,18 @@ fn emptied_slabs_go_back_and_serve_again() {
 }
 
 #[test]
+fn flushed_slot_lists_serve_later_refills_whole() {
+    let output = run("batches");
+    // 40 000 slots of each of two classes freed by one thread: whatever its cache cannot hold
+    // goes back in batches (2.5 MiB in all, of which an area keeps 128 KiB as batches), and
+    // the next thread's refills take them first.
+    let slabs = stat_numbers(&output, "tiny slabs:");
+    let (given, taken) = (slabs[2], slabs[3]);
+    assert!(given >= 10, "{given} lists kept as batches");
+    assert!(taken >= 10, "{taken} refills from batches");
+}
+
+#[test]
 fn core_blocks_serve_tiny_requests_without_the_reservation() {
     let mut command = Command::new(compile("tiny.c", "cc", Linkage::Plain));
     // 3 GiB of address space: room for the central heap's 1 GiB reservations, not for the

@@ -17,6 +17,10 @@
  *                 across the tiny, promoted and core boundaries keeps the contents; another
  *                 thread and a forked child free promoted slots (and the core blocks of their
  *                 classes carved before), which serve again
+ *   tiny batches  one thread allocates blocks of a tiny and a promoted size and frees them all
+ *                 (its full lists go back as batches); a new thread, whose lists are shorter,
+ *                 allocates as many (taking the batches whole or in part): every block is its
+ *                 size's slot, the blocks do not overlap, and each keeps what was written
  * Prints `<mode>: ok` and exits 0, or exits 1 at the first failed check. */
 #define _GNU_SOURCE
 #include <malloc.h>
@@ -272,6 +276,44 @@ static void promoted(void) {
         }
 }
 
+#define BATCHED 40000
+static const size_t batch_sizes[2] = {48, 200};
+static unsigned char *batched_blocks[2][BATCHED];
+
+static void *allocate_batched(void *unused) {
+    (void)unused;
+    for (int i = 0; i < BATCHED; i++)
+        for (int k = 0; k < 2; k++) {
+            size_t n = batch_sizes[k];
+            unsigned char *p = malloc(n);
+            CHECK(p != NULL);
+            /* A slot, or for the promoted class one of the core blocks carved before. */
+            size_t usable = malloc_usable_size(p);
+            CHECK(usable == slot_of(n) || (k == 1 && usable == slot_of(n) - 8));
+            fill(p, n, i);
+            batched_blocks[k][i] = p;
+        }
+    for (int i = 0; i < BATCHED; i++)
+        for (int k = 0; k < 2; k++) check_fill(batched_blocks[k][i], batch_sizes[k], i);
+    return NULL;
+}
+
+static void batches(void) {
+    /* Promotes the 200-byte class (16 KiB of core blocks), whose blocks then are slots. */
+    for (int i = 0; i < 200; i++) batched_blocks[1][i] = malloc(200);
+    for (int i = 0; i < 200; i++) free(batched_blocks[1][i]);
+    for (int round = 0; round < 2; round++) {
+        pthread_t thread;
+        if (round == 0) allocate_batched(NULL);
+        else {
+            CHECK(pthread_create(&thread, NULL, allocate_batched, NULL) == 0);
+            CHECK(pthread_join(thread, NULL) == 0);
+        }
+        for (int i = 0; i < BATCHED; i++)
+            for (int k = 0; k < 2; k++) free(batched_blocks[k][i]);
+    }
+}
+
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     if (!strcmp(argv[1], "shape")) shape();
@@ -279,6 +321,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "threads")) threads();
     else if (!strcmp(argv[1], "reuse")) reuse();
     else if (!strcmp(argv[1], "promoted")) promoted();
+    else if (!strcmp(argv[1], "batches")) batches();
     else return 2;
     printf("%s: ok\n", argv[1]);
     return 0;
