@@ -34,12 +34,20 @@ fn mapping(len: usize, protection: libc::c_int) -> Option<NonNull<u8>> {
 /// [`reserve`] does, unless anything is mapped there: `MAP_FIXED_NOREPLACE` never replaces a
 /// mapping, and a kernel older than 4.17, which takes the address as a hint only, is caught
 /// by the check.
-pub(crate) fn reserve_at(addr: usize, len: usize) -> Option<NonNull<u8>> {
+/// With `writable`, the range is readable and writable from the start (still charged nothing
+/// until touched, under the kernel's default overcommit heuristic; a kernel that accounts
+/// strictly refuses so large a writable mapping, and the caller then reserves it without).
+pub(crate) fn reserve_at(addr: usize, len: usize, writable: bool) -> Option<NonNull<u8>> {
     let flags =
         libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
+    let protection = if writable {
+        libc::PROT_READ | libc::PROT_WRITE
+    } else {
+        libc::PROT_NONE
+    };
     let hint = core::ptr::without_provenance_mut(addr);
     // SAFETY: NOREPLACE fails rather than touch an existing mapping.
-    let got = unsafe { libc::mmap(hint, len, libc::PROT_NONE, flags, -1, 0) };
+    let got = unsafe { libc::mmap(hint, len, protection, flags, -1, 0) };
     if got == libc::MAP_FAILED {
         return None;
     }
