@@ -37,7 +37,8 @@
 //! within a per-thread budget or send half back to the central heap, left linked as the
 //! class's transfer batch if the heap has room (at most 256 KiB of them in all); empty lists
 //! take that batch whole, or a batch of fresh blocks. Slots trade with the slabs the same
-//! way, under the slabs' own lock. A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
+//! way, under the slabs' own lock: a flushed slot list waits whole as its area's batch (up to
+//! 128 KiB of them per area) for the next refill of any thread. A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
 //! the thread's medium bins, which freed medium blocks join (within an eighth of the thread's
 //! budget), then go to the central heap under its lock, as aligned ones do; `realloc` grows
 //! heap blocks into a free neighbour in place and shrinks them by splitting. A freed large
