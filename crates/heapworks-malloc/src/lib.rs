@@ -26,22 +26,22 @@
 //! | [`config`] | environment settings (`HEAPWORKS_STATS`, `HEAPWORKS_LARGE_CACHE_MIB`, `HEAPWORKS_TCACHE_KIB`) |
 //! | [`stats`] | slow-path counters, printed at exit with `HEAPWORKS_STATS=1` |
 //!
-//! `malloc(n)` for `128 < n <= 1016` pops the head of the calling thread's list for `n`'s
-//! class (core blocks, joined by slots once a class up to 384 B is promoted), and for
-//! `n <= 128` the head of its list of `n`'s slot class (slots of `n` rounded up to 16 B, with
-//! no header). `free(p)` first compares `p` with the end of the slots' reservation, which lies
-//! below every other mapping: below it are NULL and the slots (whose class the address gives);
-//! otherwise it reads the word before `p`: if it carries `heapworks::EMBEDDER_TAG` the block is
-//! a large mapping, otherwise it is the core's header, whose size gives the class. Either way
-//! the block is pushed on the calling thread's list (whichever thread allocated it). Full lists grow
-//! within a per-thread budget or send half back to the central heap, left linked as the
-//! class's transfer batch if the heap has room (at most 256 KiB of them in all); empty lists
-//! take that batch whole, or a batch of fresh blocks. Slots trade with the slabs the same
-//! way, under the slabs' own lock: a flushed slot list waits whole as its area's batch (up to
-//! 128 KiB of them per area) for the next refill of any thread. A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first look in
-//! the thread's medium bins, which freed medium blocks join (within an eighth of the thread's
-//! budget), then go to the central heap under its lock, as aligned ones do; `realloc` grows
-//! heap blocks into a free neighbour in place and shrinks them by splitting. A freed large
+//! `malloc(n)` for `128 < n <= 1016` pops the head of the calling thread's list for `n`'s class
+//! (core blocks, joined by slots once a class up to 384 B is promoted), and for `n <= 128` the head
+//! of its list of `n`'s slot class (slots of `n` rounded up to 16 B, with no header). `free(p)`
+//! first compares `p` with the end of the slots' reservation, which lies below every other mapping:
+//! below it are NULL and the slots (whose class the address gives); otherwise it reads the word
+//! before `p`: if it carries `heapworks::EMBEDDER_TAG` the block is a large mapping, otherwise it
+//! is the core's header, whose size gives the class. Either way the block is pushed on the calling
+//! thread's list (whichever thread allocated it). Full lists grow within a per-thread budget or
+//! send half back to the central heap, left linked as the class's transfer batch if the heap has
+//! room (at most 256 KiB of them in all); empty lists take that batch whole, or a batch of fresh
+//! blocks. Slots trade with the slabs the same way, under the slabs' own lock: a flushed slot list
+//! waits whole as its area's batch (up to 128 KiB of them per area) for the next refill of any
+//! thread. A thread that exits gives its whole cache back. Medium requests (up to 256 KiB) first
+//! look in the thread's medium bins, which freed medium blocks join (within an eighth of the
+//! thread's budget), then go to the central heap under its lock, as aligned ones do; `realloc`
+//! grows heap blocks into a free neighbour in place and shrinks them by splitting. A freed large
 //! mapping of up to 32 MiB waits in its thread's slot for the next large request it fits.
 //!
 //! Memory goes back to the OS lazily and bounded: each thread keeps at most its cache budget

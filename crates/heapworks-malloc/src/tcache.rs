@@ -702,8 +702,7 @@ unsafe fn release_cut(mut cut: Cut, core_too: bool) {
     // SAFETY: forwarded from the caller.
     unsafe {
         if cut.slot_count > 0 {
-            let area = tiny::area_of(cut.slots);
-            tiny::lock().give_back(area, cut.slots, cut.slot_count);
+            tiny::lock().give_back(cut.slots, cut.slot_count);
         }
         if core_too && cut.core_count > 0 {
             release_list(&mut central::lock(), &mut cut.core, cut.core_count);

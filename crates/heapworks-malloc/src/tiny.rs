@@ -36,15 +36,15 @@
 //! Slots move between the slabs and the thread caches in batches under [`SLABS`]'s lock (see
 //! [`crate::tcache`]). A flushed list is kept whole, as its area's top batch, while the area's
 //! batches hold at most [`BATCH_MAX_BYTES`]; a refill takes the top batch (or its first part)
-//! first: either costs O(1), not a dozen instructions and a metadata update a slot, and the
-//! blocks one thread frees reach the next refill (of any thread) as they were. Otherwise a
-//! flushed slot goes back to its slab, and a refill takes slots from the partial slab at the
-//! head of its area's list, first from its free list (slots given back), then from its fresh
-//! part (never used since the slab started, so nothing needs building until a batch asks). A slab that becomes
-//! empty stays resident if fewer than [`EMPTY_KEPT`] others of its area are, else its pages go
-//! back to the OS (`madvise(MADV_DONTNEED)`) and it restarts clean; either way the next slab a
-//! refill of its area needs comes from those before new address space is committed. Resident
-//! empty slabs are thus bounded by `EMPTY_KEPT` per area.
+//! first: either costs O(1), not a dozen instructions and a metadata update a slot, and the blocks
+//! one thread frees reach the next refill (of any thread) as they were. Otherwise a flushed slot
+//! goes back to its slab, and a refill takes slots from the partial slab at the head of its area's
+//! list, first from its free list (slots given back), then from its fresh part (never used since
+//! the slab started, so nothing needs building until a batch asks). A slab that becomes empty stays
+//! resident if fewer than [`EMPTY_KEPT`] others of its area are, else its pages go back to the OS
+//! (`madvise(MADV_DONTNEED)`) and it restarts clean; either way the next slab a refill of its area
+//! needs comes from those before new address space is committed. Resident empty slabs are thus
+//! bounded by `EMPTY_KEPT` per area.
 //!
 //! Invariants, under the lock, for each area:
 //! - The table's first `table_rows` rows (a row holds slab `i`'s metadata of every area) are
@@ -427,17 +427,18 @@ impl Slabs {
         }
     }
 
-    /// Gives back the `count` slots of `area` on the null-terminated list at `head`: whole, as
-    /// the area's new top batch, while its batches stay within [`BATCH_MAX_BYTES`]; else each
-    /// to its slab.
+    /// Gives back the `count` slots on the null-terminated list at `head`, all of one area:
+    /// whole, as the area's new top batch, while its batches stay within [`BATCH_MAX_BYTES`];
+    /// else each to its slab.
     ///
     /// # Safety
-    /// The list holds exactly `count` slots of `area`, out of their slabs, that the caller
+    /// The list holds exactly `count` slots of one area, out of their slabs, that the caller
     /// gives up.
-    pub(crate) unsafe fn give_back(&mut self, area: usize, head: *mut u8, count: u32) {
+    pub(crate) unsafe fn give_back(&mut self, head: *mut u8, count: u32) {
         let Some(first) = NonNull::new(head) else {
             return;
         };
+        let area = (head.addr() - self.base.addr()) >> STRIDE_SHIFT;
         let state = &mut self.areas[area];
         let batched = (state.batch_slots + count) as usize * slot_bytes(area);
         if batched <= BATCH_MAX_BYTES {
@@ -563,9 +564,8 @@ impl Slabs {
             if !self.commit_rows(committed + step) {
                 return None;
             }
-            let start = self.slab(area, committed);
             // SAFETY: the range lies in the area, past its committed part.
-            if !self.writable && !unsafe { os::commit(start, step * SLAB_BYTES) } {
+            if !unsafe { self.commit(self.slab(area, committed), step * SLAB_BYTES) } {
                 return None;
             }
             self.areas[area].committed += step;
@@ -595,12 +595,22 @@ impl Slabs {
             let start = NonNull::new(table.wrapping_add(from)).unwrap_or(NonNull::dangling());
             // SAFETY: the range lies in the table's area (`MAX_SLABS` rows fit), past its
             // committed part.
-            if !self.writable && !unsafe { os::commit(start, to - from) } {
+            if !unsafe { self.commit(start, to - from) } {
                 return false;
             }
         }
         self.table_rows = to / ROW_BYTES;
         true
+    }
+
+    /// Makes `len` bytes at `start` readable and writable, unless the whole region already is.
+    /// Returns whether they are.
+    ///
+    /// # Safety
+    /// The range lies in the region, in a part nobody uses yet.
+    unsafe fn commit(&self, start: NonNull<u8>, len: usize) -> bool {
+        // SAFETY: forwarded from the caller.
+        self.writable || unsafe { os::commit(start, len) }
     }
 
     /// Reserves the region at [`HINT`], writable whole if the kernel allows (as it does unless
