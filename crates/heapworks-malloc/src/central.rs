@@ -330,9 +330,12 @@ impl Central {
         Some(())
     }
 
+    /// Counts `bytes` newly committed, and makes cached large mappings give as many back (see
+    /// [`crate::large::release_for_growth`]).
     fn note_committed(&mut self, bytes: usize) {
         self.committed_total += bytes;
         add(&COUNTERS.segment_bytes, bytes);
+        crate::large::release_for_growth(bytes);
     }
 }
 

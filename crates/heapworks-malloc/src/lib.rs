@@ -49,7 +49,9 @@
 //! one medium block beyond it at most) and one large mapping of at most
 //! 32 MiB, and gives them back when it exits; other freed large mappings wait in a shared cache
 //! of at most 64 MiB (configurable) and the oldest are unmapped beyond it; a reused mapping much
-//! longer than needed is cut down to size. Inside the central heap's segments, after every
+//! longer than needed is cut down to size. When the central heap grows, cached mappings of as
+//! many bytes are unmapped (the shared cache's oldest, then the growing thread's slot): a
+//! program whose heap grows is not reusing them, and their pages would add to its peak. Inside the central heap's segments, after every
 //! 64 MiB freed, the whole pages of free chunks' unused spans of at least 256 KiB are discarded
 //! with `madvise(MADV_DONTNEED)` (the core names them with
 //! `Heap::for_each_unused_span`). A slab whose slots all come back is kept for reuse if fewer

@@ -44,6 +44,8 @@ pub(crate) struct Counters {
     pub(crate) large_remaps: AtomicUsize,
     /// Large mappings returned to the OS.
     pub(crate) large_unmaps: AtomicUsize,
+    /// Times the central heap's growth gave cached large mappings back to the OS.
+    pub(crate) large_released_for_growth: AtomicUsize,
     /// Tiny slabs started in new address space.
     pub(crate) tiny_slabs: AtomicUsize,
     /// Empty tiny slabs whose pages were given back to the OS.
@@ -77,6 +79,7 @@ pub(crate) static COUNTERS: Counters = Counters {
     large_reused: AtomicUsize::new(0),
     large_remaps: AtomicUsize::new(0),
     large_unmaps: AtomicUsize::new(0),
+    large_released_for_growth: AtomicUsize::new(0),
     tiny_slabs: AtomicUsize::new(0),
     tiny_discards: AtomicUsize::new(0),
     slot_batches_given: AtomicUsize::new(0),
@@ -182,11 +185,12 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  large blocks: {} mapped, {} reused from the shared cache, {} mremaps, {} unmaps",
+        "  large blocks: {} mapped, {} reused from the shared cache, {} mremaps, {} unmaps ({} times cached ones made way for heap growth)",
         get(&c.large_mapped),
         get(&c.large_reused),
         get(&c.large_remaps),
-        get(&c.large_unmaps)
+        get(&c.large_unmaps),
+        get(&c.large_released_for_growth)
     )?;
     writeln!(
         out,

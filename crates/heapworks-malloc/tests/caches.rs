@@ -1,7 +1,8 @@
 //! The per-thread caches of medium blocks and large mappings (tests/c/caches.c): loops over one
 //! size take no lock and map nothing again, the medium cache stays within its budget and goes
 //! back when its thread exits, a freed mapping is split between smaller requests and joined
-//! again, and blocks of varying multi-MiB sizes reuse the pages already resident.
+//! again, blocks of varying multi-MiB sizes reuse the pages already resident, and freed
+//! mappings make way when the heap grows instead.
 
 mod common;
 
@@ -83,6 +84,27 @@ fn freed_mapping_is_split_and_joined_again() {
     let output = run("split", &[]);
     let mapped = stat(&output, "large blocks:");
     assert_eq!(mapped, 1, "{mapped} mappings made");
+}
+
+#[test]
+fn cached_mappings_make_way_for_heap_growth() {
+    let output = run("growth", &[]);
+    // 12 MiB of freed mappings, resident, then 24 MiB of heap blocks: keeping the mappings
+    // through the heap's growth would peak near 37 MiB, giving them back as it grows keeps
+    // the peak near the heap's 24 MiB and the process's own couple of MiB.
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let maxrss_kib: usize = stdout
+        .split_whitespace()
+        .skip_while(|word| *word != "maxrss")
+        .nth(1)
+        .expect("maxrss")
+        .parse()
+        .unwrap();
+    assert!(maxrss_kib < 31 << 10, "peak RSS {maxrss_kib} KiB");
+    let large = stat_numbers(&output, "large blocks:");
+    let (unmaps, made_way) = (large[3], large[4]);
+    assert!(made_way >= 1, "the heap grew past cached mappings");
+    assert!(unmaps >= 2, "{unmaps} mappings given back");
 }
 
 #[test]

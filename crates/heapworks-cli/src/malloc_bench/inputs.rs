@@ -1,5 +1,5 @@
-//! Generated inputs of the real programs: a C file for gcc, a git repository, lines for sort
-//! and a Makefile for make. Every byte is a function of the size asked for, so every run and
+//! Generated inputs of the real programs: a C file for gcc, a git repository, lines for sort,
+//! a Makefile for make, a script for perl and SQL for sqlite3. Every byte is a function of the size asked for, so every run and
 //! every malloc sees the same input.
 
 use std::fmt::Write;
@@ -116,4 +116,42 @@ pub fn makefile(targets: usize) -> String {
         );
     }
     text
+}
+
+/// A perl script over `items` items: a hash of arrays of strings built by repetition and
+/// interpolation, string buffers grown by appending (perl's `realloc`s), a sort of formatted
+/// numbers, and a regex count over their join. Prints a summary line.
+pub fn perl_script(items: u64) -> String {
+    format!(
+        "use strict; use warnings;\n\
+         my %groups; my $text = '';\n\
+         for my $i (1 .. {items}) {{\n\
+         \tpush @{{$groups{{$i % 97}}}}, \"k$i\" x ($i % 5 + 1);\n\
+         \t$text .= chr(97 + $i % 26) if $i % 3 == 0;\n\
+         }}\n\
+         my $sizes = join ',', map {{ scalar @{{$groups{{$_}}}} }} sort {{ $a <=> $b }} keys %groups;\n\
+         my @words = sort map {{ sprintf '%x', $_ * 2654435761 % 1000003 }} 1 .. {half};\n\
+         my $count = () = join(' ', @words) =~ /[a-f]{{3}}/g;\n\
+         delete $groups{{$_}} for grep {{ $_ % 2 }} keys %groups;\n\
+         print length($sizes), \" $count $words[0] $words[-1] \", length($text), \" \", scalar(keys %groups), \"\\n\";\n",
+        half = items / 2
+    )
+}
+
+/// SQL for sqlite3 on an in-memory database of `rows` rows: a table filled by a recursive
+/// query with formatted text, an index built over it, an aggregate, a grouped sort and a
+/// string aggregate (sqlite's page cache, B-tree cells and result strings all come from
+/// `malloc`).
+pub fn sql_script(rows: u64) -> String {
+    format!(
+        "CREATE TABLE t(id INTEGER PRIMARY KEY, name TEXT, v REAL);\n\
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < {rows})\n\
+         INSERT INTO t SELECT i, printf('name-%d-%s', i % 977, hex(i * 7919)), i * 0.5 FROM n;\n\
+         CREATE INDEX t_name ON t(name);\n\
+         SELECT count(*), count(DISTINCT name), sum(v) FROM t;\n\
+         SELECT substr(name, 1, 9) AS p, count(*) AS c FROM t GROUP BY p ORDER BY c DESC, p LIMIT 5;\n\
+         SELECT length(group_concat(id)) FROM (SELECT id FROM t WHERE name LIKE 'name-12-%' ORDER BY v DESC);\n\
+         DELETE FROM t WHERE id % 3 = 0;\n\
+         SELECT count(*), max(name) FROM t;\n"
+    )
 }

@@ -8,8 +8,8 @@
 //!   preloaded malloc is the one called, or with wall time and peak RSS.
 //! - [`counts`]: instructions per call under callgrind.
 //! - [`timed`]: `free(malloc(n))` for n = 50 B … 50 MB, and two threads.
-//! - [`real`] and [`inputs`]: python3, gcc, git, sort and make on generated inputs, and the
-//!   trace corpus replayed through malloc; interposition and output checked.
+//! - [`real`] and [`inputs`]: python3, gcc, git, sort, make, perl and sqlite3 on generated
+//!   inputs, and the trace corpus replayed through malloc; interposition and output checked.
 //!
 //! Every workload is a list of [`Task`]s. A task runs its check once per malloc (for every
 //! task, [`process::run_bound`]: the dynamic linker must bind `malloc` to the preloaded
@@ -49,7 +49,7 @@ pub enum MallocWorkload {
     Sizes,
     /// Two threads: producer/consumer and mixed sizes.
     Threads,
-    /// Real programs: python3, gcc, git, sort, make.
+    /// Real programs: python3, gcc, git, sort, make, perl, sqlite3.
     Programs,
     /// The trace corpus replayed through malloc.
     Traces,

@@ -168,6 +168,8 @@ struct Sizes {
     git_commits: u64,
     sort_lines: u64,
     make_targets: usize,
+    perl_items: u64,
+    sqlite_rows: u64,
 }
 
 /// With `--quick`: each program well under a second.
@@ -177,6 +179,8 @@ const QUICK: Sizes = Sizes {
     git_commits: 60,
     sort_lines: 50_000,
     make_targets: 500,
+    perl_items: 20_000,
+    sqlite_rows: 10_000,
 };
 
 /// Otherwise: each program under a second or so.
@@ -186,9 +190,12 @@ const DEFAULT: Sizes = Sizes {
     git_commits: 300,
     sort_lines: 400_000,
     make_targets: 10_000,
+    perl_items: 200_000,
+    sqlite_rows: 100_000,
 };
 
-/// The real programs: python3, gcc, git, sort and make, their inputs made in `dir`.
+/// The real programs: python3, gcc, git, sort, make, perl and sqlite3, their inputs made in
+/// `dir`.
 pub fn program_tasks(config: &Config, measure: &Measure, dir: &Path) -> Vec<Task> {
     let sizes = config.pick(&QUICK, &DEFAULT, &DEFAULT);
     let logs = process::logs_dir(dir);
@@ -215,6 +222,14 @@ pub fn program_tasks(config: &Config, measure: &Measure, dir: &Path) -> Vec<Task
         (
             format!("make -n, {} targets", sizes.make_targets),
             make(measure, dir, sizes.make_targets),
+        ),
+        (
+            format!("perl, {} items", sizes.perl_items),
+            perl(measure, dir, sizes.perl_items),
+        ),
+        (
+            format!("sqlite3, {} rows", sizes.sqlite_rows),
+            sqlite(measure, dir, sizes.sqlite_rows),
         ),
     ];
     programs
@@ -299,6 +314,21 @@ fn make(measure: &Measure, dir: &Path, targets: usize) -> Result<Program, String
     Ok(Program::new(measure, installed("make")?, dir, Timing::Wall)
         .args(["-n", "-r", "-f"])
         .args([makefile]))
+}
+
+fn perl(measure: &Measure, dir: &Path, items: u64) -> Result<Program, String> {
+    let script = dir.join("workload.pl");
+    write_input(&script, &super::inputs::perl_script(items))?;
+    Ok(Program::new(measure, installed("perl")?, dir, Timing::Wall).args([script]))
+}
+
+fn sqlite(measure: &Measure, dir: &Path, rows: u64) -> Result<Program, String> {
+    let script = dir.join("workload.sql");
+    write_input(&script, &super::inputs::sql_script(rows))?;
+    Ok(
+        Program::new(measure, installed("sqlite3")?, dir, Timing::Wall)
+            .args([":memory:".into(), format!(".read {}", script.display())]),
+    )
 }
 
 /// The trace corpus of `config`, each trace converted to text in `dir` and replayed by

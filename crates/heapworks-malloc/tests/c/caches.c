@@ -7,6 +7,8 @@
  *   caches split    a freed 16 MiB block serves two 8 MiB requests, then one of 16 MiB again
  *   caches varying  100 blocks of 5 to 25 MiB, every page touched; prints `faults <minor page
  *                   faults> maxrss <peak RSS in KiB>` for the loop
+ *   caches growth   three 4 MiB blocks touched and freed (kept mapped), then 24 MiB of 2 KiB
+ *                   blocks touched (the central heap grows); prints `maxrss <peak RSS in KiB>`
  *   caches mixed    100000 steps over 64 slots: free a random slot's block, allocate one of
  *                   1 to 4 KiB (random) there, as threads.c's mixed workload does with its
  *                   medium sizes; prints `steps <medium mallocs>`
@@ -100,6 +102,31 @@ static void varying(void) {
     printf("faults %ld maxrss %ld\n", after.ru_minflt - before.ru_minflt, after.ru_maxrss);
 }
 
+/* Freed large mappings wait for reuse; a heap that grows instead takes their place. */
+static void growth(void) {
+    enum { LARGE = 4 << 20, SMALL = 2048, SMALLS = (24 << 20) / SMALL };
+    char *large[3];
+    for (int i = 0; i < 3; i++) {
+        large[i] = malloc(LARGE);
+        CHECK(large[i]);
+        memset(large[i], i + 1, LARGE);
+    }
+    for (int i = 0; i < 3; i++) free(large[i]);
+    static char *smalls[SMALLS];
+    for (int i = 0; i < SMALLS; i++) {
+        smalls[i] = malloc(SMALL);
+        CHECK(smalls[i]);
+        memset(smalls[i], (char)i, SMALL);
+    }
+    for (int i = 0; i < SMALLS; i++) {
+        CHECK(smalls[i][SMALL - 1] == (char)i);
+        free(smalls[i]);
+    }
+    struct rusage usage;
+    getrusage(RUSAGE_SELF, &usage);
+    printf("maxrss %ld\n", usage.ru_maxrss);
+}
+
 /* Medium blocks of random sizes freed and allocated by one thread, each checked. */
 static void mixed(void) {
     enum { SLOTS = 64, STEPS = 100000 };
@@ -132,6 +159,7 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[1], "split")) split();
     else if (!strcmp(argv[1], "varying")) varying();
     else if (!strcmp(argv[1], "mixed")) mixed();
+    else if (!strcmp(argv[1], "growth")) growth();
     else return 2;
     printf("%s: ok\n", argv[1]);
     return 0;
