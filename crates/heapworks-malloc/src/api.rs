@@ -342,10 +342,8 @@ unsafe fn realloc_large(block: NonNull<u8>, size: usize) -> *mut c_void {
         // SAFETY: `block` is live; small sizes move back to the heap.
         return unsafe { move_block(block, large::usable_size(block), size) };
     }
-    let saved = os::errno();
     // SAFETY: `block` is live.
     if let Some(resized) = unsafe { large::realloc(block, size) } {
-        os::set_errno(saved);
         bump(&COUNTERS.realloc_in_place);
         return resized.as_ptr().cast();
     }
@@ -354,7 +352,6 @@ unsafe fn realloc_large(block: NonNull<u8>, size: usize) -> *mut c_void {
     // SAFETY: `block` is live.
     let usable = unsafe { large::usable_size(block) };
     if size <= usable {
-        os::set_errno(saved);
         return block.as_ptr().cast();
     }
     // SAFETY: `block` is live and holds `usable` bytes.

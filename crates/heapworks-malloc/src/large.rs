@@ -32,8 +32,8 @@
 //! it, the largest is grown with `mremap`, which keeps its resident pages, so a loop over
 //! blocks of varying multi-MiB sizes faults in only what exceeds the largest so far. A range
 //! may span two kernel mappings after joining, where `mremap` fails: then the request maps
-//! fresh memory and `realloc` copies. System calls are made outside the cache lock, and keep
-//! errno as `free` must.
+//! fresh memory and `realloc` copies. System calls are made outside the cache lock (and leave
+//! errno alone, see [`crate::os`], as `free` must).
 
 use core::ptr::NonNull;
 
@@ -87,15 +87,13 @@ impl Evicted {
         self.count += 1;
     }
 
-    /// Unmaps the evicted ranges, keeping errno.
+    /// Unmaps the evicted ranges.
     fn unmap_all(self) {
-        let saved = os::errno();
         for victim in self.ranges.into_iter().flatten() {
             // SAFETY: the range left the caches and nothing else refers to it.
             unsafe { os::unmap(victim.base, victim.len) };
             bump(&COUNTERS.large_unmaps);
         }
-        os::set_errno(saved);
     }
 }
 

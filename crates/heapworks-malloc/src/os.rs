@@ -2,8 +2,12 @@
 //! stderr.
 //!
 //! Invariants: nothing here allocates, takes a libc lock or calls back into malloc; each
-//! function is one system call through libc's thin wrapper (which at most sets errno). Lengths
-//! handed to the kernel are whole pages; mappings are private and anonymous, never `brk`.
+//! function is one system call. The memory calls (`mmap`, `mprotect`, `madvise`, `munmap`,
+//! `mremap`) are made with the `syscall` instruction itself, not libc's wrappers: they leave
+//! errno alone (which `free` must keep), and they touch none of libc's code pages, which a
+//! preloaded library would otherwise bring into a small program's resident set (the kernel
+//! maps a file's cached pages around each one touched, up to 64 KiB at a time). Lengths handed
+//! to the kernel are whole pages; mappings are private and anonymous, never `brk`.
 
 use core::ptr::NonNull;
 
@@ -18,16 +22,72 @@ pub(crate) const fn round_to_pages(bytes: usize) -> Option<usize> {
     }
 }
 
-fn mapping(len: usize, protection: libc::c_int) -> Option<NonNull<u8>> {
-    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE;
-    // SAFETY: a fresh anonymous mapping at an address of the kernel's choosing touches no
-    // existing memory.
-    let addr = unsafe { libc::mmap(core::ptr::null_mut(), len, protection, flags, -1, 0) };
-    if addr == libc::MAP_FAILED {
-        None
-    } else {
-        NonNull::new(addr.cast())
+/// Makes system call `number` with up to six arguments (unused ones 0); returns the kernel's
+/// result (a negated errno on failure, which is left out of errno).
+///
+/// # Safety
+/// The call and its arguments must be safe to make: the caller's promises for the memory it
+/// names.
+unsafe fn syscall6(number: libc::c_long, args: [usize; 6]) -> isize {
+    let result: isize;
+    // SAFETY: the Linux x86-64 system call convention: number in rax, arguments in rdi, rsi,
+    // rdx, r10, r8 and r9; the kernel clobbers rcx and r11 and returns in rax. What the call does
+    // to memory is the caller's promise.
+    unsafe {
+        core::arch::asm!(
+            "syscall",
+            inlateout("rax") number as isize => result,
+            in("rdi") args[0],
+            in("rsi") args[1],
+            in("rdx") args[2],
+            in("r10") args[3],
+            in("r8") args[4],
+            in("r9") args[5],
+            lateout("rcx") _,
+            lateout("r11") _,
+            options(nostack),
+        );
     }
+    result
+}
+
+/// Whether a system call's result is an error (a negated errno).
+fn failed(result: isize) -> bool {
+    (-4095..0).contains(&result)
+}
+
+/// `mmap` of an anonymous private range: `hint` (0: the kernel's choice), `len` bytes,
+/// `protection`, `flags` on top of `MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE`.
+fn map_anonymous(
+    hint: usize,
+    len: usize,
+    protection: libc::c_int,
+    flags: libc::c_int,
+) -> Option<NonNull<u8>> {
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | flags;
+    // SAFETY: a new anonymous mapping touches no existing memory unless `flags` says
+    // `MAP_FIXED`, which no caller passes (NOREPLACE fails rather than replace).
+    let result = unsafe {
+        syscall6(
+            libc::SYS_mmap,
+            [
+                hint,
+                len,
+                protection as usize,
+                flags as usize,
+                usize::MAX,
+                0,
+            ],
+        )
+    };
+    if failed(result) {
+        return None;
+    }
+    NonNull::new(core::ptr::with_exposed_provenance_mut(result as usize))
+}
+
+fn mapping(len: usize, protection: libc::c_int) -> Option<NonNull<u8>> {
+    map_anonymous(0, len, protection, 0)
 }
 
 /// Reserves `len` bytes (whole pages) of address space at exactly `addr` (page-aligned), as
@@ -38,20 +98,12 @@ fn mapping(len: usize, protection: libc::c_int) -> Option<NonNull<u8>> {
 /// until touched, under the kernel's default overcommit heuristic; a kernel that accounts
 /// strictly refuses so large a writable mapping, and the caller then reserves it without).
 pub(crate) fn reserve_at(addr: usize, len: usize, writable: bool) -> Option<NonNull<u8>> {
-    let flags =
-        libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | libc::MAP_FIXED_NOREPLACE;
     let protection = if writable {
         libc::PROT_READ | libc::PROT_WRITE
     } else {
         libc::PROT_NONE
     };
-    let hint = core::ptr::without_provenance_mut(addr);
-    // SAFETY: NOREPLACE fails rather than touch an existing mapping.
-    let got = unsafe { libc::mmap(hint, len, protection, flags, -1, 0) };
-    if got == libc::MAP_FAILED {
-        return None;
-    }
-    let got = NonNull::new(got.cast::<u8>())?;
+    let got = map_anonymous(addr, len, protection, libc::MAP_FIXED_NOREPLACE)?;
     if got.as_ptr().addr() != addr {
         // SAFETY: the mapping was just made elsewhere and nothing uses it.
         unsafe { unmap(got, len) };
@@ -77,7 +129,13 @@ pub(crate) fn reserve(len: usize) -> Option<NonNull<u8>> {
 pub(crate) unsafe fn commit(addr: NonNull<u8>, len: usize) -> bool {
     let protection = libc::PROT_READ | libc::PROT_WRITE;
     // SAFETY: the caller owns the range, which nothing references yet.
-    unsafe { libc::mprotect(addr.as_ptr().cast(), len, protection) == 0 }
+    let result = unsafe {
+        syscall6(
+            libc::SYS_mprotect,
+            [addr.as_ptr().addr(), len, protection as usize, 0, 0, 0],
+        )
+    };
+    result == 0
 }
 
 /// Gives the pages of `[addr, addr + len)` back to the OS, keeping the mapping: they read as
@@ -88,22 +146,33 @@ pub(crate) unsafe fn commit(addr: NonNull<u8>, len: usize) -> bool {
 /// nothing anyone will read before writing.
 pub(crate) unsafe fn discard(addr: NonNull<u8>, len: usize) {
     // SAFETY: forwarded from the caller. A failure only keeps the pages resident.
-    unsafe { libc::madvise(addr.as_ptr().cast(), len, libc::MADV_DONTNEED) };
+    unsafe { advise(addr, len, libc::MADV_DONTNEED) };
 }
 
 /// Makes the pages of `[addr, addr + len)` resident and writable now, in one system call,
 /// rather than one page fault at a time as they are touched. A kernel without
-/// `MADV_POPULATE_WRITE` (before 5.14) refuses, and the pages fault in as usual; errno is
-/// kept either way.
+/// `MADV_POPULATE_WRITE` (before 5.14) refuses, and the pages fault in as usual.
 ///
 /// # Safety
 /// The range is page-aligned, inside a read-write mapping owned by the caller.
 pub(crate) unsafe fn populate(addr: NonNull<u8>, len: usize) {
-    let saved = errno();
     // SAFETY: forwarded from the caller; populating writes nothing the caller can see (the
     // pages read as zero, as they would when faulted in).
-    unsafe { libc::madvise(addr.as_ptr().cast(), len, libc::MADV_POPULATE_WRITE) };
-    set_errno(saved);
+    unsafe { advise(addr, len, libc::MADV_POPULATE_WRITE) };
+}
+
+/// `madvise(addr, len, advice)`; a failure is ignored.
+///
+/// # Safety
+/// As for the advice given: the caller's promises for the range.
+unsafe fn advise(addr: NonNull<u8>, len: usize, advice: libc::c_int) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        syscall6(
+            libc::SYS_madvise,
+            [addr.as_ptr().addr(), len, advice as usize, 0, 0, 0],
+        )
+    };
 }
 
 /// Unmaps `[addr, addr + len)`.
@@ -113,7 +182,7 @@ pub(crate) unsafe fn populate(addr: NonNull<u8>, len: usize) {
 pub(crate) unsafe fn unmap(addr: NonNull<u8>, len: usize) {
     // SAFETY: forwarded from the caller. A failure (impossible for a range we mapped) would
     // only leak the range.
-    unsafe { libc::munmap(addr.as_ptr().cast(), len) };
+    unsafe { syscall6(libc::SYS_munmap, [addr.as_ptr().addr(), len, 0, 0, 0, 0]) };
 }
 
 /// Resizes the range `[addr, addr + old_len)` to `new_len` bytes, moving it if it must.
@@ -129,13 +198,23 @@ pub(crate) unsafe fn remap(
     new_len: usize,
 ) -> Option<NonNull<u8>> {
     // SAFETY: forwarded from the caller; MREMAP_MAYMOVE never clobbers other mappings.
-    let moved =
-        unsafe { libc::mremap(addr.as_ptr().cast(), old_len, new_len, libc::MREMAP_MAYMOVE) };
-    if moved == libc::MAP_FAILED {
-        None
-    } else {
-        NonNull::new(moved.cast())
+    let moved = unsafe {
+        syscall6(
+            libc::SYS_mremap,
+            [
+                addr.as_ptr().addr(),
+                old_len,
+                new_len,
+                libc::MREMAP_MAYMOVE as usize,
+                0,
+                0,
+            ],
+        )
+    };
+    if failed(moved) {
+        return None;
     }
+    NonNull::new(core::ptr::with_exposed_provenance_mut(moved as usize))
 }
 
 /// The calling thread's errno.

@@ -650,8 +650,6 @@ impl Slabs {
             state.empty_count += 1;
             return;
         }
-        // `free` gets here, which must keep errno.
-        let saved = os::errno();
         // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
         // free list is dropped with its pages.
         unsafe {
@@ -660,7 +658,6 @@ impl Slabs {
             meta.free = core::ptr::null_mut();
             meta.fresh = 0;
         }
-        os::set_errno(saved);
         bump(&COUNTERS.tiny_discards);
         let top = self.push(area, index, self.areas[area].clean);
         self.areas[area].clean = top;
