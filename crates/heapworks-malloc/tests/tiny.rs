@@ -92,7 +92,7 @@ fn flushed_slot_lists_serve_later_refills_whole() {
 fn core_blocks_serve_tiny_requests_without_the_reservation() {
     let mut command = Command::new(compile("tiny.c", "cc", Linkage::Plain));
     // 3 GiB of address space: room for the central heap's 1 GiB reservations, not for the
-    // slots' 18 GiB.
+    // slots' 50 GiB (25 areas of 2 GiB).
     // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
     unsafe {
         command.pre_exec(|| {
