@@ -4,10 +4,10 @@
 //! tiny-slab lock, the order in which other code nests them (only the large-cache lock is ever
 //! taken with another held: the central heap's growth takes it, see
 //! [`crate::large::release_for_growth`]), so the order cannot deadlock; the parent and child
-//! handlers release them. In the child only the forking thread exists: its cache stays valid, and the caches of
-//! the other threads are simply never used again (their blocks stay allocated in the central
-//! heap, their large slots mapped: a bounded leak, at most the other threads' cache budgets and
-//! one large mapping each).
+//! handlers release them. In the child only the forking thread exists: its cache stays valid,
+//! and the caches of the other threads are simply never used again (their blocks stay
+//! allocated in the central heap, their large slots mapped: a bounded leak, at most the other
+//! threads' cache budgets and one large mapping each).
 
 /// Registers the handlers (from the library constructor; `pthread_atfork` itself may allocate,
 /// which is fine there).

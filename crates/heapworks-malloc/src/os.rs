@@ -64,6 +64,11 @@ fn map_anonymous(
     protection: libc::c_int,
     flags: libc::c_int,
 ) -> Option<NonNull<u8>> {
+    debug_assert_eq!(
+        flags & libc::MAP_FIXED,
+        0,
+        "MAP_FIXED would replace mappings"
+    );
     let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE | flags;
     // SAFETY: a new anonymous mapping touches no existing memory unless `flags` says
     // `MAP_FIXED`, which no caller passes (NOREPLACE fails rather than replace).
