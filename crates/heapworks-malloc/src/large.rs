@@ -303,18 +303,14 @@ pub(crate) unsafe fn realloc(block: NonNull<u8>, new_size: usize) -> Option<NonN
 /// that reuses its large blocks does not grow the heap, so it keeps them. Called with the
 /// central lock held (so this nests the cache lock inside it; see [`crate::fork`]); the calling
 /// thread's slot is read without setting up its cache, which would take the central lock.
-/// Keeps errno.
 pub(crate) fn release_for_growth(bytes: usize) {
     let mut evicted = Evicted::new();
     let mut released = 0;
     {
         let mut cache = CACHE.lock();
-        while released < bytes {
-            let Some(range) = cache.remove(0) else {
-                break;
-            };
-            released += range.len;
-            evicted.push(range);
+        while released < bytes && cache.count > 0 {
+            released += cache.len_at(0);
+            cache.evict_oldest(&mut evicted);
         }
     }
     if released < bytes {

@@ -6,7 +6,8 @@
 mod common;
 
 use common::{assert_success, run_plain, run_preloaded, scratch_dir, stat};
-use std::path::Path;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the command built by `make` under glibc and under heapworks; the outputs must match.
@@ -29,6 +30,26 @@ fn same_as_glibc(what: &str, make: impl Fn() -> Command) -> Output {
         "{what}: not interposed"
     );
     heapworks
+}
+
+/// A maker of the command `program args...`, for [`same_as_glibc`].
+fn command<A: Into<OsString>>(
+    program: &'static str,
+    args: impl IntoIterator<Item = A>,
+) -> impl Fn() -> Command {
+    let args: Vec<OsString> = args.into_iter().map(Into::into).collect();
+    move || {
+        let mut command = Command::new(program);
+        command.args(&args);
+        command
+    }
+}
+
+/// Writes a generated input `name` in a scratch directory of its own; returns its path.
+fn input_file(name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+    let path = scratch_dir(name).join(name);
+    std::fs::write(&path, contents).unwrap();
+    path
 }
 
 /// Whether `program` is on the path. Under CI (`CI` set) a missing program fails the test:
@@ -56,30 +77,23 @@ fn python_workload() {
         c = collections.Counter(re.findall(r'\\d+', s))\n\
         l = sorted(str(x * x) for x in range(30000))\n\
         print(len(s), c.most_common(3), l[:3], sum(map(len, l)))\n";
-    same_as_glibc("python3", || {
-        let mut command = Command::new("/usr/bin/python3");
-        command.args(["-c", script]);
-        command
-    });
+    same_as_glibc("python3", command("/usr/bin/python3", ["-c", script]));
 }
 
 #[test]
 fn gcc_compiles() {
-    let dir = scratch_dir("gcc");
-    let source = dir.join("hello.c");
-    std::fs::write(
-        &source,
+    let source = input_file(
+        "hello.c",
         "#include <stdio.h>\nstruct s { int a[10]; };\nstatic int f(struct s *x) { int t = 0; \
          for (int i = 0; i < 10; i++) t += x->a[i] * i; return t; }\n\
          int main(void) { struct s v = {{1,2,3,4,5,6,7,8,9,10}}; printf(\"%d\\n\", f(&v)); return 0; }\n",
-    )
-    .unwrap();
+    );
     // Compile to assembly on stdout: the output is the compiler's work itself.
-    same_as_glibc("gcc", || {
-        let mut command = Command::new("gcc");
-        command.args(["-O2", "-S", "-o", "-"]).arg(&source);
-        command
-    });
+    let args = ["-O2", "-S", "-o", "-"].map(OsString::from);
+    same_as_glibc(
+        "gcc",
+        command("gcc", args.into_iter().chain([source.into()])),
+    );
 }
 
 #[test]
@@ -143,17 +157,12 @@ fn git_repository() {
 
 #[test]
 fn sort_lines() {
-    let dir = scratch_dir("sort");
-    let input = dir.join("input.txt");
     let lines: String = (0..50_000u64)
         .map(|i| format!("{:x} {}\n", i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40, i))
         .collect();
-    std::fs::write(&input, lines).unwrap();
-    same_as_glibc("sort", || {
-        let mut command = Command::new("sort");
-        command.arg("-S").arg("1M").arg(&input);
-        command
-    });
+    let input = input_file("sort-input.txt", lines);
+    let args = [OsString::from("-S"), "1M".into(), input.into()];
+    same_as_glibc("sort", command("sort", args));
 }
 
 #[test]
@@ -189,11 +198,7 @@ fn perl_workload() {
         my @w = sort map { sprintf "%x", $_ * 2654435761 % 1000003 } 1..30000;
         my $n = () = join(" ", @w) =~ /[a-f]{3}/g;
         print length($s), " $n $w[0] $w[-1]\n";"#;
-    same_as_glibc("perl", || {
-        let mut command = Command::new("perl");
-        command.args(["-e", script]);
-        command
-    });
+    same_as_glibc("perl", command("perl", ["-e", script]));
 }
 
 #[test]
@@ -208,11 +213,7 @@ fn sqlite_queries() {
         SELECT count(*), count(DISTINCT name), sum(v) FROM t;\n\
         SELECT name, count(*) AS c FROM t GROUP BY name ORDER BY c DESC, name LIMIT 5;\n\
         SELECT group_concat(id) FROM (SELECT id FROM t WHERE name LIKE 'name-12-%' ORDER BY id);\n";
-    same_as_glibc("sqlite3", || {
-        let mut command = Command::new("sqlite3");
-        command.args([":memory:", sql]);
-        command
-    });
+    same_as_glibc("sqlite3", command("sqlite3", [":memory:", sql]));
 }
 
 #[test]
@@ -220,8 +221,6 @@ fn xz_compresses() {
     if !installed("xz") {
         return;
     }
-    let dir = scratch_dir("xz");
-    let input = dir.join("input.txt");
     let text: String = (0..60_000u64)
         .map(|i| {
             format!(
@@ -231,13 +230,15 @@ fn xz_compresses() {
             )
         })
         .collect();
-    std::fs::write(&input, text).unwrap();
+    let input = input_file("xz-input.txt", text);
     // One thread: the compressed stream is then the same whatever the machine.
-    same_as_glibc("xz", || {
-        let mut command = Command::new("xz");
-        command.args(["-6", "-T1", "-c"]).arg(&input);
-        command
-    });
+    let args = [
+        OsString::from("-6"),
+        "-T1".into(),
+        "-c".into(),
+        input.into(),
+    ];
+    same_as_glibc("xz", command("xz", args));
 }
 
 #[test]
@@ -245,8 +246,6 @@ fn jq_filters() {
     if !installed("jq") {
         return;
     }
-    let dir = scratch_dir("jq");
-    let input = dir.join("input.json");
     let records: Vec<String> = (0..8000)
         .map(|i| {
             format!(
@@ -258,17 +257,10 @@ fn jq_filters() {
             )
         })
         .collect();
-    std::fs::write(&input, format!("[{}]", records.join(","))).unwrap();
-    same_as_glibc("jq", || {
-        let mut command = Command::new("jq");
-        command
-            .args([
-                "-c",
-                "group_by(.tag) | map({tag: .[0].tag, n: length, s: (map(.xs | add) | add)})",
-            ])
-            .arg(&input);
-        command
-    });
+    let input = input_file("jq-input.json", format!("[{}]", records.join(",")));
+    let filter = "group_by(.tag) | map({tag: .[0].tag, n: length, s: (map(.xs | add) | add)})";
+    let args = [OsString::from("-c"), filter.into(), input.into()];
+    same_as_glibc("jq", command("jq", args));
 }
 
 #[test]
@@ -280,11 +272,7 @@ fn bash_script() {
     let script = r#"declare -A seen; s=""
         for ((i = 0; i < 6000; i++)); do k="key$((i * 7919 % 1009))"; seen[$k]=$((${seen[$k]:-0} + 1)); s+="${k:3:2}"; done
         echo "${#seen[@]} ${#s} ${s//1/}" | cksum"#;
-    same_as_glibc("bash", || {
-        let mut command = Command::new("bash");
-        command.args(["-c", script]);
-        command
-    });
+    same_as_glibc("bash", command("bash", ["-c", script]));
 }
 
 #[test]
@@ -292,8 +280,6 @@ fn awk_counts_words() {
     if !installed("awk") {
         return;
     }
-    let dir = scratch_dir("awk");
-    let input = dir.join("input.txt");
     let text: String = (0..40_000u64)
         .map(|i| {
             format!(
@@ -304,12 +290,11 @@ fn awk_counts_words() {
             )
         })
         .collect();
-    std::fs::write(&input, text).unwrap();
-    same_as_glibc("awk", || {
-        let mut command = Command::new("awk");
-        command
-            .arg("{ for (i = 1; i <= NF; i++) n[$i]++ } END { for (w in n) if (n[w] > 80) k++; print k, length(n) }")
-            .arg(&input);
-        command
-    });
+    let input = input_file("awk-input.txt", text);
+    let program =
+        "{ for (i = 1; i <= NF; i++) n[$i]++ } END { for (w in n) if (n[w] > 80) k++; print k, length(n) }";
+    same_as_glibc(
+        "awk",
+        command("awk", [OsString::from(program), input.into()]),
+    );
 }
