@@ -61,11 +61,20 @@ extern "C" fn allocate_slow(size: usize) -> *mut c_void {
     } else if size <= LARGE_MIN {
         tcache::pop_medium(size).or_else(|| allocate_medium_central(size))
     } else if size <= MAX_REQUEST {
-        large::allocate(size, GRANULE).map(|large| large.ptr)
+        allocate_large(size, GRANULE).map(|large| large.ptr)
     } else {
         None
     };
     out_of_memory_if_none(block)
+}
+
+/// A large block; when the kernel refuses its mapping, the address space reserved but unused
+/// is given back (see [`central::make_room`]) and it is tried once more.
+fn allocate_large(size: usize, align: usize) -> Option<large::LargeBlock> {
+    large::allocate(size, align).or_else(|| {
+        central::make_room();
+        large::allocate(size, align)
+    })
 }
 
 /// The block's pointer, or NULL with errno `ENOMEM`.
@@ -216,7 +225,7 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
         return null_mut();
     };
     if total > LARGE_MIN {
-        let block = large::allocate(total, GRANULE);
+        let block = allocate_large(total, GRANULE);
         if let Some(large) = &block {
             if !large.zeroed {
                 // SAFETY: the block holds `total` bytes.
@@ -342,8 +351,13 @@ unsafe fn realloc_large(block: NonNull<u8>, size: usize) -> *mut c_void {
         // SAFETY: `block` is live; small sizes move back to the heap.
         return unsafe { move_block(block, large::usable_size(block), size) };
     }
-    // SAFETY: `block` is live.
-    if let Some(resized) = unsafe { large::realloc(block, size) } {
+    // SAFETY: `block` is live (and stays so when `large::realloc` fails).
+    let resized = unsafe { large::realloc(block, size) }.or_else(|| {
+        central::make_room();
+        // SAFETY: as above.
+        unsafe { large::realloc(block, size) }
+    });
+    if let Some(resized) = resized {
         bump(&COUNTERS.realloc_in_place);
         return resized.as_ptr().cast();
     }
@@ -402,7 +416,7 @@ fn allocate_aligned(align: usize, size: usize) -> *mut c_void {
     let block = if size > MAX_REQUEST - align {
         None
     } else if size > LARGE_MIN || align > PAGE {
-        large::allocate(size, align).map(|large| large.ptr)
+        allocate_large(size, align).map(|large| large.ptr)
     } else {
         bump(&COUNTERS.central_direct);
         allocate_central(size, align)

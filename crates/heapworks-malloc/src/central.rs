@@ -106,6 +106,12 @@ pub(crate) fn lock_for_fork() {
     CENTRAL.lock_for_fork();
 }
 
+/// Gives back the address space reserved but unused (see [`Central::make_room`]), after the
+/// kernel refused a mapping outside the central heap (a large block's).
+pub(crate) fn make_room() {
+    lock().make_room();
+}
+
 /// Releases the central lock after `fork` (parent and child handlers).
 ///
 /// # Safety
@@ -269,16 +275,18 @@ impl Central {
         }
     }
 
-    /// Commits (and if needed reserves) enough memory for `layout`.
+    /// Commits (and if needed reserves) enough memory for `layout`. When the kernel refuses,
+    /// the address space reserved but unused everywhere is given back and it tries once more.
     fn grow_for(&mut self, layout: Layout) -> Option<()> {
         let needed = layout
             .size()
             .checked_add(layout.align())?
             .checked_add(REGION_OVERHEAD)?;
         let step = os::round_to_pages(needed.max(MIN_COMMIT).max(self.committed_total / 8))?;
-        if self.commit_in_newest(step) {
+        if self.commit_in_newest(step) || self.start_reservation(step).is_some() {
             return Some(());
         }
+        self.make_room();
         self.start_reservation(step)
     }
 
@@ -307,10 +315,22 @@ impl Central {
         true
     }
 
-    /// Reserves a new range of address space and claims its first `step` bytes.
+    /// Reserves a new range of address space and claims its first `step` bytes. The range is
+    /// [`RESERVATION`] bytes, or as much down to `step` as the address-space limit allows
+    /// (halving each time it refuses). The newest reservation's unused tail goes first: it was
+    /// too short for `step`, and only the newest is ever grown into.
     fn start_reservation(&mut self, step: usize) -> Option<()> {
-        let reserved = step.max(RESERVATION);
-        let base = os::reserve(reserved)?;
+        self.release_unused_tail();
+        let mut reserved = step.max(RESERVATION);
+        let base = loop {
+            if let Some(base) = os::reserve(reserved) {
+                break base;
+            }
+            if reserved == step {
+                return None;
+            }
+            reserved = os::round_to_pages((reserved / 2).max(step))?;
+        };
         // SAFETY: `base` starts a fresh reservation of `reserved >= step` bytes.
         let claimed = unsafe { os::commit(base, step) }
             // SAFETY: the committed range is ours alone; the mapping's pointer covers it.
@@ -328,6 +348,36 @@ impl Central {
         bump(&COUNTERS.reservations);
         self.note_committed(step);
         Some(())
+    }
+
+    /// Unmaps the newest reservation's uncommitted tail.
+    fn release_unused_tail(&mut self) {
+        let Some(newest) = self.newest.as_mut() else {
+            return;
+        };
+        if newest.reserved > newest.committed {
+            // SAFETY: the tail lies inside the reservation, past everything committed, and
+            // nothing uses it.
+            unsafe {
+                os::unmap(
+                    newest.base.add(newest.committed),
+                    newest.reserved - newest.committed,
+                )
+            };
+            newest.reserved = newest.committed;
+        }
+    }
+
+    /// Gives back every byte of address space reserved but unused: the newest reservation's
+    /// tail, the slots' region past what its slabs use, and the cached large mappings. The
+    /// kernel refused a mapping, and under an address-space limit (`ulimit -v`) these are what
+    /// stand in the way of a program's request that glibc's malloc would serve. Takes the slab
+    /// and large-cache locks inside the central one (the order the fork handlers use).
+    fn make_room(&mut self) {
+        bump(&COUNTERS.room_made);
+        self.release_unused_tail();
+        crate::tiny::lock().release_unused();
+        crate::large::release_for_growth(usize::MAX);
     }
 
     /// Counts `bytes` newly committed, and makes cached large mappings give as many back (see

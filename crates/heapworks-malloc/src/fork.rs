@@ -1,34 +1,144 @@
-//! Fork safety: every lock is held across `fork`, so the child never inherits one mid-update.
+//! Fork safety: every lock is held across `fork` in a process with threads, taken in an order
+//! that cannot deadlock with stdio, and none is taken in a single-threaded process.
 //!
-//! Invariants: the prepare handler takes the central lock, then the large-cache lock, then the
-//! tiny-slab lock, the order in which other code nests them (only the large-cache lock is ever
-//! taken with another held: the central heap's growth takes it, see
-//! [`crate::large::release_for_growth`]), so the order cannot deadlock; the parent and child
-//! handlers release them. In the child only the forking thread exists: its cache stays valid,
-//! and the caches of the other threads are simply never used again (their blocks stay
-//! allocated in the central heap, their large slots mapped: a bounded leak, at most the other
-//! threads' cache budgets and one large mapping each).
+//! Invariants:
+//! - A process with other threads: the prepare handler takes stdio's list lock
+//!   (`_IO_list_lock`), then the central lock, then the large-cache lock, then the tiny-slab
+//!   lock. Taking stdio's lock first is the order glibc's own `fork` uses for its malloc locks:
+//!   a thread that holds a `FILE`'s lock may be waiting for ours (`getline` reallocs under its
+//!   `FILE` lock), and a thread flushing every stream holds the list lock while it waits for
+//!   that `FILE`. Holding our locks first and then waiting in `fork` for the list lock closed
+//!   that cycle; now the forking thread waits for the list lock before it holds anything of
+//!   ours. Only the large-cache and slab locks are ever taken with the central one held (the
+//!   central heap's growth takes them, see [`crate::large::release_for_growth`] and
+//!   [`crate::address_space`]), which is this order.
+//! - The list lock is recursive, so glibc's `fork` taking it again after our handler is fine;
+//!   the parent handler releases our hold on it after glibc has released its own, and in the
+//!   child glibc resets it, so the child handler leaves it alone.
+//! - A single-threaded process (`__libc_single_threaded`, as glibc decides for its own locks)
+//!   takes nothing: no other thread can be mid-update, and the only holder of a lock could be
+//!   this very thread, interrupted by a signal whose handler forks (waiting for it would hang
+//!   forever). A child then inherits exactly the state its thread left.
+//! - [`OWNER`] names the thread (by its thread pointer, the same in the child) that holds the
+//!   locks for a fork, and [`NESTED`] counts the forks that thread started from signal handlers
+//!   while holding them: those take nothing more and release nothing, and the outermost fork's
+//!   handlers release everything. Only the owner reads or writes [`NESTED`].
+//!
+//! In the child only the forking thread exists: its cache stays valid, and the caches of the
+//! other threads are simply never used again (their blocks stay allocated in the central heap,
+//! their large slots mapped: a bounded leak, at most the other threads' cache budgets and one
+//! large mapping each).
+
+use core::sync::atomic::{AtomicUsize, Ordering};
+
+extern "C" {
+    /// glibc's lock of its list of streams (recursive; exported since GLIBC_2.2.5).
+    fn _IO_list_lock();
+    fn _IO_list_unlock();
+    /// glibc's flag, true while the process has never had a second thread (GLIBC_2.32).
+    static __libc_single_threaded: core::ffi::c_char;
+}
+
+/// The thread pointer of the thread holding every lock for a fork; 0 when none does.
+static OWNER: AtomicUsize = AtomicUsize::new(0);
+/// Forks started from signal handlers by [`OWNER`] while it holds the locks.
+static NESTED: AtomicUsize = AtomicUsize::new(0);
 
 /// Registers the handlers (from the library constructor; `pthread_atfork` itself may allocate,
 /// which is fine there).
 pub(crate) fn register() {
     // SAFETY: the handlers are `extern "C"` functions that live as long as the process.
     unsafe {
-        libc::pthread_atfork(Some(prepare), Some(release), Some(release));
+        libc::pthread_atfork(
+            Some(prepare),
+            Some(release_in_parent),
+            Some(release_in_child),
+        );
     }
 }
 
+/// The calling thread's thread pointer: unique among live threads, and kept by the child of
+/// a `fork`.
+fn thread_pointer() -> usize {
+    let pointer: usize;
+    // SAFETY: `fs:0` holds the thread pointer on x86-64 Linux; reading it has no side effect.
+    unsafe {
+        core::arch::asm!(
+            "mov {pointer}, qword ptr fs:[0]",
+            pointer = out(reg) pointer,
+            options(pure, readonly, nostack, preserves_flags),
+        );
+    }
+    pointer
+}
+
+/// Whether the process has only ever had one thread.
+fn single_threaded() -> bool {
+    // SAFETY: glibc's flag is a plain byte it writes only while the process is single-threaded
+    // (or in a new child); reading it is what `<sys/single_threaded.h>` tells programs to do.
+    unsafe { core::ptr::read_volatile(&raw const __libc_single_threaded) != 0 }
+}
+
 extern "C" fn prepare() {
+    let me = thread_pointer();
+    if OWNER.load(Ordering::Relaxed) == me {
+        NESTED.fetch_add(1, Ordering::Relaxed);
+        return;
+    }
+    if single_threaded() {
+        return;
+    }
+    // SAFETY: glibc's recursive stream-list lock, released by `release_in_parent` (and reset by
+    // glibc in the child).
+    unsafe { _IO_list_lock() };
     crate::central::lock_for_fork();
     crate::large::lock_for_fork();
     crate::tiny::lock_for_fork();
+    OWNER.store(me, Ordering::Relaxed);
 }
 
-extern "C" fn release() {
-    // SAFETY: `prepare` took the three locks in this thread and no guard exists for them.
+/// Whether the calling thread's fork is the outermost one that took the locks (so its handler
+/// releases them); a nested one is counted down instead.
+fn outermost_owner() -> bool {
+    if OWNER.load(Ordering::Relaxed) != thread_pointer() {
+        return false;
+    }
+    if NESTED.load(Ordering::Relaxed) > 0 {
+        NESTED.fetch_sub(1, Ordering::Relaxed);
+        return false;
+    }
+    OWNER.store(0, Ordering::Relaxed);
+    true
+}
+
+/// Releases our locks, which `prepare` took in this thread (no guard exists for them).
+///
+/// # Safety
+/// Only the fork handlers call this, when [`outermost_owner`] said so.
+unsafe fn unlock_ours() {
+    // SAFETY: forwarded from the caller.
     unsafe {
         crate::tiny::unlock_after_fork();
         crate::large::unlock_after_fork();
         crate::central::unlock_after_fork();
+    }
+}
+
+extern "C" fn release_in_parent() {
+    if outermost_owner() {
+        // SAFETY: `prepare` took the locks in this thread, and the list lock once more than
+        // glibc, which has released its own hold by now.
+        unsafe {
+            unlock_ours();
+            _IO_list_unlock();
+        }
+    }
+}
+
+extern "C" fn release_in_child() {
+    if outermost_owner() {
+        // SAFETY: `prepare` took the locks in the thread that is the child's only one; glibc
+        // has reset the list lock itself.
+        unsafe { unlock_ours() };
     }
 }

@@ -16,13 +16,13 @@
 //! | [`tiny`] | headerless slots in 64 KiB slabs of a reservation of their own, for requests up to 128 B (every 16 B) and, once a class has carved 16 KiB of core blocks, for its requests up to 376 B; a slot's address names its class |
 //! | [`tcache`] | per-thread lists of free small blocks in initial-exec TLS; no lock, no atomic on the fast paths |
 //! | [`medium`] | per-thread bins of free medium blocks (1 KiB to 256 KiB), exact sizes, bounded bytes |
-//! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`); per-class transfer batches between thread caches |
+//! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`; as large as the address-space limit allows, and given back when a mapping is refused); per-class transfer batches between thread caches |
 //! | [`large`] | blocks over 256 KiB: whole-page mappings, size in a tagged header word, `mremap` realloc, a per-thread slot and a bounded shared reuse cache |
 //! | [`api`] | the exported C functions: routing by size, errno, glibc's edge cases |
 //! | [`os`] | mmap, mprotect, madvise, mremap, munmap as raw system calls; errno, write(2): nothing that allocates |
 //! | `panic` | built with `panic = "abort"` (profile `malloc`, the shipped library): `no_std`, a panic writes its message with write(2) and aborts |
 //! | [`lock`] | the spin lock with backoff (never libc's locks) |
-//! | [`fork`] | `pthread_atfork` handlers holding every lock across `fork` |
+//! | [`fork`] | `pthread_atfork` handlers holding every lock across `fork` (after stdio's list lock, as glibc orders its own); none in a single-threaded process |
 //! | [`config`] | environment settings (`HEAPWORKS_STATS`, `HEAPWORKS_LARGE_CACHE_MIB`, `HEAPWORKS_TCACHE_KIB`) |
 //! | [`stats`] | slow-path counters, printed at exit with `HEAPWORKS_STATS=1` |
 //!

@@ -57,13 +57,14 @@ fn failed(result: isize) -> bool {
 }
 
 /// `mmap` of an anonymous private range: `hint` (0: the kernel's choice), `len` bytes,
-/// `protection`, `flags` on top of `MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE`.
+/// `protection`, `flags` on top of `MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE`. Fails with
+/// the kernel's errno.
 fn map_anonymous(
     hint: usize,
     len: usize,
     protection: libc::c_int,
     flags: libc::c_int,
-) -> Option<NonNull<u8>> {
+) -> Result<NonNull<u8>, libc::c_int> {
     debug_assert_eq!(
         flags & libc::MAP_FIXED,
         0,
@@ -86,13 +87,13 @@ fn map_anonymous(
         )
     };
     if failed(result) {
-        return None;
+        return Err(-result as libc::c_int);
     }
-    NonNull::new(core::ptr::with_exposed_provenance_mut(result as usize))
+    NonNull::new(core::ptr::with_exposed_provenance_mut(result as usize)).ok_or(libc::ENOMEM)
 }
 
 fn mapping(len: usize, protection: libc::c_int) -> Option<NonNull<u8>> {
-    map_anonymous(0, len, protection, 0)
+    map_anonymous(0, len, protection, 0).ok()
 }
 
 /// Reserves `len` bytes (whole pages) of address space at exactly `addr` (page-aligned), as
@@ -102,7 +103,14 @@ fn mapping(len: usize, protection: libc::c_int) -> Option<NonNull<u8>> {
 /// With `writable`, the range is readable and writable from the start (still charged nothing
 /// until touched, under the kernel's default overcommit heuristic; a kernel that accounts
 /// strictly refuses so large a writable mapping, and the caller then reserves it without).
-pub(crate) fn reserve_at(addr: usize, len: usize, writable: bool) -> Option<NonNull<u8>> {
+/// Fails with `EEXIST` when something is mapped in the range, `ENOMEM` when the address
+/// space (or data) limit refuses it: the kernel checks the range before the limits, so
+/// `ENOMEM` means the range was free.
+pub(crate) fn reserve_at(
+    addr: usize,
+    len: usize,
+    writable: bool,
+) -> Result<NonNull<u8>, libc::c_int> {
     let protection = if writable {
         libc::PROT_READ | libc::PROT_WRITE
     } else {
@@ -112,9 +120,9 @@ pub(crate) fn reserve_at(addr: usize, len: usize, writable: bool) -> Option<NonN
     if got.as_ptr().addr() != addr {
         // SAFETY: the mapping was just made elsewhere and nothing uses it.
         unsafe { unmap(got, len) };
-        return None;
+        return Err(libc::EEXIST);
     }
-    Some(got)
+    Ok(got)
 }
 
 /// Maps `len` bytes (whole pages) of zeroed, readable and writable memory.

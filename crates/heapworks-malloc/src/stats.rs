@@ -54,6 +54,9 @@ pub(crate) struct Counters {
     pub(crate) slot_batches_given: AtomicUsize,
     /// Refills served by a batch of slots.
     pub(crate) slot_batches_taken: AtomicUsize,
+    /// Times a refused mapping made the library give back address space it had reserved but
+    /// not used (see [`crate::central::make_room`]).
+    pub(crate) room_made: AtomicUsize,
     /// Reallocations that stayed in place.
     pub(crate) realloc_in_place: AtomicUsize,
     /// Reallocations that moved the block.
@@ -84,6 +87,7 @@ pub(crate) static COUNTERS: Counters = Counters {
     tiny_discards: AtomicUsize::new(0),
     slot_batches_given: AtomicUsize::new(0),
     slot_batches_taken: AtomicUsize::new(0),
+    room_made: AtomicUsize::new(0),
     realloc_in_place: AtomicUsize::new(0),
     realloc_moved: AtomicUsize::new(0),
 };
@@ -199,6 +203,11 @@ fn write_report(out: &mut StackText) -> fmt::Result {
         get(&c.tiny_discards),
         get(&c.slot_batches_given),
         get(&c.slot_batches_taken)
+    )?;
+    writeln!(
+        out,
+        "  address space: {} times unused reservations given back after a refused mapping",
+        get(&c.room_made)
     )?;
     writeln!(
         out,

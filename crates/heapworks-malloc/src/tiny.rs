@@ -27,6 +27,10 @@
 //! A slot has no header, so nothing in front of it says what it is: its address does. The
 //! region is reserved once, at a fixed address far below where the kernel places mappings
 //! (`MAP_FIXED_NOREPLACE`, so nothing else is ever replaced), and [`end`] is one past it.
+//! Under an address-space limit too tight for the whole region, or once a refused mapping
+//! has made it give back its unused parts ([`Slabs::release_unused`]), only the slabs and
+//! table rows in use are mapped, each at its place: the kernel places nothing there of its own
+//! accord (it maps top-down from far above, and would have to exhaust that first).
 //! `free` sends every pointer below `end` (NULL included: `end` starts at 1) to its slow path,
 //! where [`area_of`] tells a slot from the rest and names its area (so its list and size) with
 //! one addition and one shift; every other block of this library lies above `end` in
@@ -50,7 +54,9 @@
 //! - The table's first `table_rows` rows (a row holds slab `i`'s metadata of every area) are
 //!   committed, and so are the area's first `committed <= table_rows` slabs; `started <=
 //!   committed` slabs have been used. Committed means readable and writable: made so by
-//!   `mprotect`, or from the start when the region could be mapped `writable` whole.
+//!   `mprotect`, or from the start when the region could be mapped writable whole, or by a
+//!   mapping of its own when the region is held sparse (see [`Backing`]). Only committed
+//!   parts of a sparse region are mapped.
 //! - Once the region is reserved, `BASE_NEGATED` is its start negated and `END` one past it;
 //!   before (and if it never is), `BASE_NEGATED` is `2^63`, which puts every user address more
 //!   than `SPAN` past the start, and `END` is 1.
@@ -268,6 +274,29 @@ impl Area {
     };
 }
 
+/// How the region's address space is held.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Backing {
+    /// Mapped readable and writable whole: committing costs no system call.
+    Writable,
+    /// Reserved whole without access: committing is an `mprotect`.
+    Reserved,
+    /// Only the committed parts are mapped (the address-space limit refused the whole):
+    /// committing maps the range at its exact address, never replacing anything.
+    Sparse,
+}
+
+/// Unmaps `[from, from + len)` of the region (nothing when `len` is 0).
+///
+/// # Safety
+/// The range lies in the region and nothing in it is used.
+unsafe fn release(from: NonNull<u8>, len: usize) {
+    if len > 0 {
+        // SAFETY: forwarded from the caller.
+        unsafe { os::unmap(from, len) };
+    }
+}
+
 /// A batch's header, in the second word of its first slot: the next batch's first slot (null:
 /// none) in the low 48 bits and the batch's length above, which a slot's address (below
 /// `2^47`) and a list's length (at most `MAX_LIST_BLOCKS`) leave room for.
@@ -300,8 +329,8 @@ pub(crate) struct Slabs {
     base: *mut u8,
     /// The reservation was tried and failed: the core serves every request.
     failed: bool,
-    /// The region was mapped readable and writable whole, so committing costs no system call.
-    writable: bool,
+    /// How the region's address space is held, so how a part of it is committed.
+    backing: Backing,
     /// The table: the slabs' metadata, in the area after the slots' (null: not reserved yet).
     table: *mut SlabMeta,
     /// Rows of the table committed.
@@ -315,7 +344,7 @@ unsafe impl Send for Slabs {}
 static SLABS: SpinLock<Slabs> = SpinLock::new(Slabs {
     base: core::ptr::null_mut(),
     failed: false,
-    writable: false,
+    backing: Backing::Writable,
     table: core::ptr::null_mut(),
     table_rows: 0,
     areas: [Area::NEW; SLOT_AREAS],
@@ -609,33 +638,67 @@ impl Slabs {
     /// # Safety
     /// The range lies in the region, in a part nobody uses yet.
     unsafe fn commit(&self, start: NonNull<u8>, len: usize) -> bool {
-        // SAFETY: forwarded from the caller.
-        self.writable || unsafe { os::commit(start, len) }
+        match self.backing {
+            Backing::Writable => true,
+            // SAFETY: forwarded from the caller.
+            Backing::Reserved => unsafe { os::commit(start, len) },
+            Backing::Sparse => os::reserve_at(start.as_ptr().addr(), len, true).is_ok(),
+        }
+    }
+
+    /// Gives back the region's address space that no slab or table row uses (its areas past
+    /// their committed slabs, the table past its committed rows), when the kernel refused
+    /// another mapping: under an address-space limit, a reservation of tens of GiB is what
+    /// stands in the way. The region stays ours in name (`END` is unchanged) and becomes
+    /// [`Backing::Sparse`]: later commits map their range at its exact address.
+    pub(crate) fn release_unused(&mut self) {
+        if self.base.is_null() || self.backing == Backing::Sparse {
+            return;
+        }
+        for area in 0..SLOT_AREAS {
+            let from = self.slab(area, self.areas[area].committed);
+            let len = (MAX_SLABS - self.areas[area].committed) * SLAB_BYTES;
+            // SAFETY: slabs past the committed ones are used by nothing.
+            unsafe { release(from, len) };
+        }
+        let used = os::round_to_pages(self.table_rows * ROW_BYTES).unwrap_or(STRIDE);
+        let table = NonNull::new(self.table.cast::<u8>().wrapping_add(used));
+        // SAFETY: the table's area past its committed rows is used by nothing.
+        unsafe { release(table.unwrap_or(NonNull::dangling()), STRIDE - used) };
+        self.backing = Backing::Sparse;
     }
 
     /// Reserves the region at [`HINT`], writable whole if the kernel allows (as it does unless
     /// it accounts commit strictly), which spares a system call (and a split of the mapping) at
     /// every commit: at start-up, when each class used opens its area, those took about a
-    /// tenth of a millisecond. Returns whether it could (once it could not, it never tries
-    /// again).
+    /// tenth of a millisecond. Under an address-space limit that refuses the whole region, it
+    /// is held [`Backing::Sparse`] from the start. Returns whether it could (once it could
+    /// not, because something else is mapped there, it never tries again).
     #[cold]
     fn reserve(&mut self) -> bool {
         if self.failed {
             return false;
         }
-        let writable = os::reserve_at(HINT, SPAN, true);
-        self.writable = writable.is_some();
-        let Some(base) = writable.or_else(|| os::reserve_at(HINT, SPAN, false)) else {
-            self.failed = true;
-            return false;
+        let backing = match os::reserve_at(HINT, SPAN, true) {
+            Ok(_) => Backing::Writable,
+            Err(_) => match os::reserve_at(HINT, SPAN, false) {
+                Ok(_) => Backing::Reserved,
+                // The range was free: the limit refused it.
+                Err(libc::ENOMEM) => Backing::Sparse,
+                Err(_) => {
+                    self.failed = true;
+                    return false;
+                }
+            },
         };
-        self.base = base.as_ptr();
-        self.table = base
-            .as_ptr()
-            .wrapping_add(SLOT_AREAS * STRIDE)
-            .cast::<SlabMeta>();
-        BASE_NEGATED.store(base.as_ptr().addr().wrapping_neg(), Ordering::Relaxed);
-        END.store(base.as_ptr().addr() + SPAN, Ordering::Relaxed);
+        self.backing = backing;
+        // The region's addresses: mapped at exactly `HINT` (or, sparse, mapped there as
+        // committed), by system calls whose results carry no provenance of their own.
+        let base = core::ptr::with_exposed_provenance_mut::<u8>(HINT);
+        self.base = base;
+        self.table = base.wrapping_add(SLOT_AREAS * STRIDE).cast::<SlabMeta>();
+        BASE_NEGATED.store(HINT.wrapping_neg(), Ordering::Relaxed);
+        END.store(HINT + SPAN, Ordering::Relaxed);
         true
     }
 

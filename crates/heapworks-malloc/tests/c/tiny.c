@@ -6,7 +6,7 @@
  *   tiny shape    every size 0 to 128: 16-byte alignment, usable size (the slot's), blocks that
  *                 do not overlap, realloc within the slot and out of it, calloc of dirty slots
  *   tiny fallback the same with core blocks (at least the size asked for), when the slots'
- *                 reservation cannot be made (the test limits the address space)
+ *                 region cannot be had: a page of it is mapped before the first malloc
  *   tiny threads  one thread allocates, another frees (and exits); a forked child allocates and
  *                 frees the parent's blocks
  *   tiny reuse    1.6 million blocks allocated and freed twice; prints `rss <KiB> <KiB> <KiB>`
@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -43,6 +44,15 @@ static size_t slot_of(size_t n) { return n <= 16 ? 16 : (n + 15) / 16 * 16; }
 
 /* Whether blocks are slots (usable size exactly the slot's) or core blocks (at least that). */
 static int exact = 1;
+
+/* Maps a page where the library places its slots' region (16 TiB), which it then cannot
+ * have: it never replaces a mapping. */
+static void occupy_slot_region(void) {
+    void *hint = (void *)0x100000000000;
+    void *page = mmap(hint, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE,
+                      -1, 0);
+    CHECK(page == hint);
+}
 
 static void shape(void) {
     static unsigned char *blocks[PER_SIZE];
@@ -317,7 +327,7 @@ static void batches(void) {
 int main(int argc, char **argv) {
     if (argc != 2) return 2;
     if (!strcmp(argv[1], "shape")) shape();
-    else if (!strcmp(argv[1], "fallback")) exact = 0, shape();
+    else if (!strcmp(argv[1], "fallback")) exact = 0, occupy_slot_region(), shape();
     else if (!strcmp(argv[1], "threads")) threads();
     else if (!strcmp(argv[1], "reuse")) reuse();
     else if (!strcmp(argv[1], "promoted")) promoted();

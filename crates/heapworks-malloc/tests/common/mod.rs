@@ -148,3 +148,51 @@ pub fn stat_numbers(output: &Output, label: &str) -> Vec<usize> {
     assert!(!numbers.is_empty(), "no number after {label} in {line}");
     numbers
 }
+
+/// Makes `command` start under an address-space limit (`RLIMIT_AS`, what `ulimit -v` sets) of
+/// `bytes`.
+pub fn limit_address_space(command: &mut Command, bytes: u64) -> &mut Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: setrlimit is async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(move || {
+            let limit = libc::rlimit {
+                rlim_cur: bytes,
+                rlim_max: bytes,
+            };
+            if libc::setrlimit(libc::RLIMIT_AS, &limit) == 0 {
+                Ok(())
+            } else {
+                Err(std::io::Error::last_os_error())
+            }
+        })
+    }
+}
+
+/// Runs `command` (set up by the caller: preloaded or not) to its end, or kills it and every
+/// process it started after `seconds` and fails the test as a hang: a deadlock must fail, not
+/// stall the suite. The limit is many times a normal run's length; it measures nothing.
+pub fn run_or_hang(command: &mut Command, seconds: u64) -> Output {
+    use std::os::unix::process::CommandExt;
+    use std::process::Stdio;
+    let mut child = command
+        .process_group(0)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run the program");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(seconds);
+    while child.try_wait().expect("wait for the program").is_none() {
+        if std::time::Instant::now() > deadline {
+            // SAFETY: kill only sends a signal, to the group the child leads.
+            unsafe { libc::kill(-(child.id() as libc::pid_t), libc::SIGKILL) };
+            let output = child.wait_with_output().expect("reap the program");
+            panic!(
+                "the program hung for {seconds} s (deadlock?)\nstdout:\n{}",
+                String::from_utf8_lossy(&output.stdout)
+            );
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("collect the output")
+}
