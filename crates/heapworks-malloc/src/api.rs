@@ -16,6 +16,7 @@ use core::ptr::{null_mut, NonNull};
 use heapworks::GRANULE;
 
 use crate::central;
+use crate::fault;
 use crate::large;
 use crate::os::{self, PAGE};
 use crate::size_class::{
@@ -179,6 +180,9 @@ unsafe extern "C" fn free_small_slow(block: NonNull<u8>) {
 /// `block` is a live central-heap block above the small classes, not used after this call.
 #[inline(never)]
 unsafe extern "C" fn free_medium(block: NonNull<u8>) {
+    if !central::holds(block) {
+        fault::invalid_pointer("free", block.as_ptr());
+    }
     // SAFETY: forwarded from the caller.
     unsafe { tcache::push_medium(block, central::usable_size(block)) }
 }
@@ -293,7 +297,11 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     // SAFETY: `block` is live (the caller's promise) and has a header word.
     unsafe {
         if large::is_large(block) {
-            realloc_large(block, size)
+            match large::header(block) {
+                large::Header::Live(_) => realloc_large(block, size),
+                large::Header::Freed(len) => fault::freed_block("realloc", block.as_ptr(), len),
+                large::Header::Invalid => fault::invalid_pointer("realloc", block.as_ptr()),
+            }
         } else {
             realloc_heap_block(block, size)
         }
@@ -516,12 +524,23 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     if let Some(usable) = tiny::slot_bytes_of(block.as_ptr()) {
         return usable;
     }
-    // SAFETY: `block` is live (the caller's promise) and has a header word.
+    // A pointer that is not a block of ours has no usable size: 0, as glibc answers for one
+    // it can tell is not its own. Below the slots' region lies nothing of ours but slots.
+    if block.as_ptr().addr() < tiny::end() {
+        return 0;
+    }
+    // SAFETY: a pointer of ours has a header word, and one the checks reject is not read
+    // further than the two words before it (the caller's pointer into readable memory).
     unsafe {
         if large::is_large(block) {
-            large::usable_size(block)
-        } else {
+            match large::header(block) {
+                large::Header::Live(_) => large::usable_size(block),
+                _ => 0,
+            }
+        } else if central::holds(block) {
             central::usable_size(block)
+        } else {
+            0
         }
     }
 }

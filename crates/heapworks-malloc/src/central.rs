@@ -23,6 +23,7 @@
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicUsize, Ordering};
 
 use heapworks::{Heap, Stats};
 
@@ -104,6 +105,19 @@ pub(crate) fn stats() -> Stats {
 /// Holds the central lock across `fork` (prepare handler).
 pub(crate) fn lock_for_fork() {
     CENTRAL.lock_for_fork();
+}
+
+/// The lowest address of any reservation the central heap has made, and one past the
+/// highest: every central-heap block lies between (a check that costs two comparisons, not a
+/// search; the range may also hold other mappings, so it tells foreign pointers far from the
+/// heap, such as the stack's and the program's globals, not every one).
+static LOWEST: AtomicUsize = AtomicUsize::new(usize::MAX);
+static HIGHEST: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether `block` lies in the span of the central heap's reservations.
+pub(crate) fn holds(block: NonNull<u8>) -> bool {
+    let addr = block.as_ptr().addr();
+    LOWEST.load(Ordering::Relaxed) <= addr && addr < HIGHEST.load(Ordering::Relaxed)
 }
 
 /// Gives back the address space reserved but unused (see [`Central::make_room`]), after the
@@ -340,6 +354,8 @@ impl Central {
             unsafe { os::unmap(base, reserved) };
             return None;
         }
+        LOWEST.fetch_min(base.as_ptr().addr(), Ordering::Relaxed);
+        HIGHEST.fetch_max(base.as_ptr().addr() + reserved, Ordering::Relaxed);
         self.newest = Some(Reservation {
             base,
             committed: step,

@@ -63,7 +63,7 @@ const _: () = assert!(
 /// A range of whole pages of our anonymous read-write mappings (a block's, or a cached one):
 /// its base and length in bytes. It may be part of one kernel mapping or, once joined, span two.
 #[derive(Clone, Copy)]
-struct Mapping {
+pub(crate) struct Mapping {
     base: NonNull<u8>,
     len: usize,
 }
@@ -230,8 +230,20 @@ pub(crate) unsafe fn usable_size(block: NonNull<u8>) -> usize {
 /// `block` is a live large block, not used after this call.
 #[inline(always)]
 pub(crate) unsafe fn free(block: NonNull<u8>) {
-    // SAFETY: forwarded from the caller.
-    let mapping = unsafe { mapping_of(block) };
+    // SAFETY: the caller's block has a header; it stays readable while it is cached.
+    let mapping = match unsafe { header(block) } {
+        Header::Live(mapping) => mapping,
+        Header::Freed(len) => crate::fault::double_free(block.as_ptr(), len),
+        Header::Invalid => crate::fault::invalid_pointer("free", block.as_ptr()),
+    };
+    // SAFETY: the header lies in the mapping, which stays mapped while it is cached (an
+    // unmapped one faults on a second free: caught by the kernel, never reused silently).
+    unsafe {
+        block
+            .cast::<usize>()
+            .sub(1)
+            .write(mapping.len | EMBEDDER_TAG | FREED)
+    };
     let shared = if mapping.len <= slot_max_bytes() {
         match tcache::live_large_slot() {
             // SAFETY: the slot is the calling thread's, used by nothing else meanwhile.
@@ -337,6 +349,49 @@ pub(crate) fn lock_for_fork() {
 pub(crate) unsafe fn unlock_after_fork() {
     // SAFETY: forwarded from the caller.
     unsafe { CACHE.force_unlock() };
+}
+
+/// Marks a freed large block's length word (set while its mapping waits in a cache, cleared
+/// when a block is written into it again): a second free of it is caught. A length is whole
+/// pages, so its low bits are free.
+const FREED: usize = 1;
+
+/// What the header of a block whose tag says large tells: its mapping, or why it cannot be one.
+pub(crate) enum Header {
+    Live(Mapping),
+    /// Freed, its mapping (of this many bytes) waiting in a cache.
+    Freed(usize),
+    Invalid,
+}
+
+/// Reads and checks the header of `block`, whose tag says large: the mapping it names must be
+/// whole pages that hold the block's header, with the block past it. A pointer that is not a
+/// block of ours but whose previous word has the tag fails these checks (unless it forges
+/// them all).
+///
+/// # Safety
+/// The two words before `block` are readable.
+pub(crate) unsafe fn header(block: NonNull<u8>) -> Header {
+    // SAFETY: forwarded from the caller.
+    let (base, word) = unsafe {
+        let words = block.cast::<usize>();
+        (words.sub(2).read(), words.sub(1).read())
+    };
+    let len = word & !(EMBEDDER_TAG | FREED);
+    let offset = block.as_ptr().addr().wrapping_sub(base);
+    let fits = base != 0
+        && base.is_multiple_of(PAGE)
+        && len.is_multiple_of(PAGE)
+        && (HEADER..len).contains(&offset);
+    if !fits {
+        return Header::Invalid;
+    }
+    if word & FREED != 0 {
+        return Header::Freed(len);
+    }
+    // SAFETY: `base` is not 0.
+    let base = block.with_addr(unsafe { core::num::NonZeroUsize::new_unchecked(base) });
+    Header::Live(Mapping { base, len })
 }
 
 /// # Safety

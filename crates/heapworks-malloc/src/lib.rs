@@ -25,6 +25,7 @@
 //! | [`fork`] | `pthread_atfork` handlers holding every lock across `fork` (after stdio's list lock, as glibc orders its own); none in a single-threaded process |
 //! | [`config`] | environment settings (`HEAPWORKS_STATS`, `HEAPWORKS_LARGE_CACHE_MIB`, `HEAPWORKS_TCACHE_KIB`) |
 //! | [`stats`] | slow-path counters, printed at exit with `HEAPWORKS_STATS=1` |
+//! | [`fault`] | misuse caught (double free, foreign pointer): a message naming the fault and the address, then abort |
 //!
 //! `malloc(n)` for `128 < n <= 1016` pops the head of the calling thread's list for `n`'s class
 //! (core blocks, joined by slots once a class up to 384 B is promoted), and for `n <= 128` the head
@@ -75,6 +76,7 @@ compile_error!("heapworks-malloc supports x86-64 Linux only");
 pub mod api;
 mod central;
 mod config;
+mod fault;
 mod fork;
 mod large;
 mod lock;

@@ -46,6 +46,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::central::{self, Central};
 use crate::config;
+use crate::fault;
 use crate::large::{self, LargeSlot};
 use crate::medium::MediumCache;
 use crate::size_class::{
@@ -160,19 +161,20 @@ pub(crate) unsafe fn pop(class: usize) -> Option<NonNull<u8>> {
 }
 
 /// Pops a block from the list at byte offset `offset` of the calling thread's cache (the fast
-/// path of `malloc`).
+/// path of `malloc`), clearing its free mark (see [`push_at`]).
 ///
 /// # Safety
 /// `offset` is `list_offset(class)` for some `MIN_CLASS <= class < LISTS`.
 #[inline(always)]
 pub(crate) unsafe fn pop_at(offset: usize) -> Option<NonNull<u8>> {
     // SAFETY: the offset names a list of this thread's cache; its blocks are free-listed, so
-    // their first word is the link.
+    // their first word is the link, and every block has a second word.
     unsafe {
         let bin = current().cast::<u8>().add(offset).cast::<Bin>();
         let block = NonNull::new((*bin).head)?;
         (*bin).head = block.cast::<*mut u8>().read();
         (*bin).room += 1;
+        block.cast::<usize>().add(1).write(0);
         Some(block)
     }
 }
@@ -191,22 +193,31 @@ pub(crate) unsafe fn push(block: NonNull<u8>, class: usize) -> bool {
 
 /// [`push`] on the list at byte offset `offset` of the calling thread's cache. Addressing the
 /// list by byte offset from the cache (as `pop_at` does), not through `bin`, lets the compiler
-/// fold it into each access: one instruction fewer on `free`'s slot path (20, not 21).
+/// fold it into each access.
+///
+/// A pushed block is marked free: its second word holds the cache's address (a value no
+/// program stores in its blocks; `pop_at` clears it). A block that comes with the mark is
+/// refused, and the slow path ([`push_slow`]) looks for it in the list: found, it is a double
+/// free. A refused push leaves the list's room one below its count (a decrement in memory and
+/// a sign branch, two instructions where undoing it on the fast path took two more), which the
+/// slow path restores.
 ///
 /// # Safety
 /// `offset` is `list_offset(class)` for a `class` that [`push`] may be called with.
 #[inline(always)]
 unsafe fn push_at(block: NonNull<u8>, offset: usize) -> bool {
-    // SAFETY: the list belongs to this thread; the block is ours to link.
+    // SAFETY: the list belongs to this thread; the block is ours to link, and has a second
+    // word.
     unsafe {
-        let bin = current().cast::<u8>().add(offset).cast::<Bin>();
-        // Rooms are far below 2^31, so the sign of the decrement says whether there was room
-        // (a decrement and a sign branch: one instruction fewer than a zero test).
-        let room = (*bin).room.wrapping_sub(1);
-        if (room as i32) < 0 {
+        let cache = current();
+        let bin = cache.cast::<u8>().add(offset).cast::<Bin>();
+        // Rooms are far below 2^31, so the sign says whether there was room.
+        (*bin).room = (*bin).room.wrapping_sub(1);
+        let mark = block.cast::<usize>().add(1);
+        if ((*bin).room as i32) < 0 || mark.read() == cache.addr() {
             return false;
         }
-        (*bin).room = room;
+        mark.write(cache.addr());
         block.cast::<*mut u8>().write((*bin).head);
         (*bin).head = block.as_ptr();
         true
@@ -311,16 +322,69 @@ unsafe fn refill_from_slabs(cache: *mut ThreadCache, list: usize, area: usize) -
 pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
     // SAFETY: the cache is this thread's; the block is the caller's to give up.
     unsafe {
+        if class < MIN_CLASS {
+            fault::invalid_pointer("free", block.as_ptr());
+        }
+        // The fast path's refused push took one from the room.
+        let bin = bin(class);
+        (*bin).room = (*bin).room.wrapping_add(1);
         let Some(cache) = live_cache() else {
             return release_one(block);
         };
-        if push(block, class) {
+        let mark = block.cast::<usize>().add(1);
+        if mark.read() == cache.addr() {
+            if list_holds(class, block) {
+                fault::double_free(block.as_ptr(), list_block_bytes(class));
+            }
+            // The program's own data looked like the mark.
+            mark.write(0);
+        }
+        if push_or_restore(block, class) {
             return;
         }
         make_room(cache, class);
-        if !push(block, class) {
+        if !push_or_restore(block, class) {
             release_one(block);
         }
+    }
+}
+
+/// [`push`] for the slow paths: a refused push's decrement of the room undone.
+///
+/// # Safety
+/// As for [`push`].
+unsafe fn push_or_restore(block: NonNull<u8>, class: usize) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if push(block, class) {
+            return true;
+        }
+        let bin = bin(class);
+        (*bin).room = (*bin).room.wrapping_add(1);
+        false
+    }
+}
+
+/// Whether `block` is on the calling thread's list of `class` (a walk of at most the list's
+/// limit, so a corrupted list cannot make it loop).
+///
+/// # Safety
+/// `class` is a valid list of this thread's live cache.
+unsafe fn list_holds(class: usize, block: NonNull<u8>) -> bool {
+    // SAFETY: the list is this thread's; its blocks' first words are links.
+    unsafe {
+        let bin = bin(class);
+        let mut at = (*bin).head;
+        for _ in 0..=(*bin).limit {
+            if at.is_null() {
+                return false;
+            }
+            if at == block.as_ptr() {
+                return true;
+            }
+            at = at.cast::<*mut u8>().read();
+        }
+        false
     }
 }
 

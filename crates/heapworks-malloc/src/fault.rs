@@ -1,0 +1,43 @@
+//! Misuse reports: a fault the library detects in the program (a block freed twice, a pointer
+//! it never handed out) is named, with its address and the block's size, on standard error,
+//! and the process aborts. A caught misuse never continues: the heap's state after it would
+//! be the program's corruption, handed out again.
+//!
+//! Invariants: a report is formatted into a stack buffer and written with `write(2)`; nothing
+//! allocates or takes a lock, so a report is safe wherever a fault is found (a lock held or
+//! not).
+
+use core::fmt::Write;
+
+use crate::stats::StackText;
+
+/// Reports a block freed while it already waits in a free list, and aborts.
+#[cold]
+pub(crate) fn double_free(block: *mut u8, bytes: usize) -> ! {
+    report(format_args!("double free of {block:p} ({bytes} B block)"))
+}
+
+/// Reports a block resized (or asked its size) after it was freed, and aborts.
+#[cold]
+pub(crate) fn freed_block(what: &str, block: *mut u8, bytes: usize) -> ! {
+    report(format_args!(
+        "{what} of {block:p}, freed before ({bytes} B block)"
+    ))
+}
+
+/// Reports a pointer freed (or resized) that is not a block of this library, and aborts.
+#[cold]
+pub(crate) fn invalid_pointer(what: &str, ptr: *mut u8) -> ! {
+    report(format_args!(
+        "{what} of {ptr:p}, which is not a block of this malloc"
+    ))
+}
+
+fn report(fault: core::fmt::Arguments<'_>) -> ! {
+    let mut text = StackText::new();
+    // Writing into a StackText never fails (it drops what does not fit).
+    let _ = writeln!(text, "heapworks: {fault}");
+    text.write_to(libc::STDERR_FILENO);
+    // SAFETY: abort takes no arguments and does not return.
+    unsafe { libc::abort() }
+}

@@ -1,0 +1,55 @@
+/* One misuse of the malloc API per run, for tests/misuse.rs: the library must abort with a
+ * message naming the fault and the address (a run that returns from main was not caught).
+ *   misuse double SIZE    a block freed twice in a row
+ *   misuse delayed SIZE   a block freed, another freed, then the first again
+ *   misuse stack          a pointer into the stack freed
+ *   misuse global         a pointer into a global array freed
+ *   misuse usable         malloc_usable_size of stack and global pointers: 0 (not a misuse
+ *                         that aborts: prints `usable: ok`) */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static char global_bytes[256];
+
+/* Hides the pointer's origin from the compiler, which would warn about (or remove) a free of
+ * a stack or global object. */
+static void *launder(void *ptr) {
+    __asm__ volatile("" : "+r"(ptr));
+    return ptr;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) return 2;
+    size_t size = argc > 2 ? strtoul(argv[2], NULL, 10) : 0;
+    char stack_bytes[256];
+    memset(stack_bytes, 0, sizeof stack_bytes);
+    if (!strcmp(argv[1], "double")) {
+        char *p = malloc(size);
+        free(p);
+        free(launder(p));
+    } else if (!strcmp(argv[1], "delayed")) {
+        char *p = malloc(size), *q = malloc(size);
+        free(p);
+        free(q);
+        free(launder(p));
+    } else if (!strcmp(argv[1], "stack")) {
+        free(launder(stack_bytes + 64));
+    } else if (!strcmp(argv[1], "global")) {
+        free(launder(global_bytes + 64));
+    } else if (!strcmp(argv[1], "usable")) {
+        CHECK(malloc_usable_size(launder(stack_bytes + 64)) == 0);
+        CHECK(malloc_usable_size(launder(global_bytes + 64)) == 0);
+        printf("usable: ok\n");
+        return 0;
+    } else {
+        return 2;
+    }
+    printf("not caught\n");
+    return 0;
+}

@@ -1,0 +1,55 @@
+//! Misuse caught by the default build (tests/c/misuse.c): double frees of slots, core blocks and
+//! large blocks (at once and after another free), frees of stack and global pointers. Each
+//! run must abort with our message naming the fault and the address.
+
+mod common;
+
+use common::{compile, library, Linkage};
+use std::os::unix::process::ExitStatusExt;
+use std::process::Command;
+
+/// Runs `misuse ARGS` preloaded and asserts it aborted with a message containing `expected`.
+fn caught(args: &[&str], expected: &str) {
+    let binary = compile("misuse.c", "cc", Linkage::Plain);
+    let output = Command::new(binary)
+        .args(args)
+        .env("LD_PRELOAD", library())
+        .output()
+        .expect("run the program");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.signal(),
+        Some(libc::SIGABRT),
+        "{args:?} was not caught ({}); stderr:\n{stderr}",
+        output.status
+    );
+    assert!(
+        stderr.contains(&format!("heapworks: {expected}")) && stderr.contains(" of 0x"),
+        "{args:?}: the message does not name the fault and the address:\n{stderr}"
+    );
+}
+
+#[test]
+fn double_frees_are_caught_at_every_size() {
+    for size in ["24", "64", "300", "1000", "1048576"] {
+        caught(&["double", size], "double free of");
+        caught(&["delayed", size], "double free of");
+    }
+}
+
+#[test]
+fn frees_of_stack_and_global_pointers_are_caught() {
+    caught(&["stack"], "free of");
+    caught(&["global"], "free of");
+}
+
+#[test]
+fn foreign_pointers_have_no_usable_size() {
+    let binary = compile("misuse.c", "cc", Linkage::Plain);
+    let output = Command::new(binary)
+        .arg("usable")
+        .env("LD_PRELOAD", library())
+        .output()
+        .expect("run the program");
+    assert!(output.status.success(), "{output:?}");
+}
