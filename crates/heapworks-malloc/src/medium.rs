@@ -205,6 +205,7 @@ impl MediumCache {
         unsafe {
             let block = NonNull::new_unchecked(*link);
             *link = block.cast::<*mut u8>().read();
+            block.cast::<usize>().add(1).write(0);
             self.rooms[bin] += 1;
             self.cached_bytes -= central::usable_size(block);
             self.served = true;
@@ -224,12 +225,37 @@ impl MediumCache {
         if bin >= BINS || self.rooms[bin] == 0 || !self.within_budget(usable) {
             return false;
         }
-        // SAFETY: the block is ours to link through its first word.
-        unsafe { block.cast::<*mut u8>().write(self.heads[bin]) };
+        // SAFETY: the block is ours to link through its first word and mark through its
+        // second (see `tcache::push_at`: the cache's address marks a cached block).
+        unsafe {
+            let mark = block.cast::<usize>().add(1);
+            let me = (self as *const MediumCache).addr();
+            if mark.read() == me && self.bin_holds(bin, block) {
+                crate::fault::double_free(block.as_ptr(), usable);
+            }
+            mark.write(me);
+            block.cast::<*mut u8>().write(self.heads[bin]);
+        }
         self.heads[bin] = block.as_ptr();
         self.rooms[bin] -= 1;
         self.cached_bytes += usable;
         true
+    }
+
+    /// Whether `block` is on the list of `bin` (a walk of at most its limit).
+    fn bin_holds(&self, bin: usize, block: NonNull<u8>) -> bool {
+        let mut at = self.heads[bin];
+        for _ in 0..=limit(bin) {
+            if at.is_null() {
+                return false;
+            }
+            if at == block.as_ptr() {
+                return true;
+            }
+            // SAFETY: a cached block's first word links to the next one.
+            at = unsafe { at.cast::<*mut u8>().read() };
+        }
+        false
     }
 
     /// Whether `usable` more bytes keep the cache within its budget (or the cache is empty).

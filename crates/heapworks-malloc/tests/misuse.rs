@@ -1,6 +1,6 @@
-//! Misuse caught by the default build (tests/c/misuse.c): double frees of slots, core blocks and
-//! large blocks (at once and after another free), frees of stack and global pointers. Each
-//! run must abort with our message naming the fault and the address.
+//! Misuse caught by the default build (tests/c/misuse.c): double frees of slots, core blocks,
+//! medium and large blocks (at once and after another free), frees of stack and global
+//! pointers. Each run must abort with our message naming the fault and the address.
 
 mod common;
 
@@ -31,7 +31,7 @@ fn caught(args: &[&str], expected: &str) {
 
 #[test]
 fn double_frees_are_caught_at_every_size() {
-    for size in ["24", "64", "300", "1000", "1048576"] {
+    for size in ["24", "64", "300", "1000", "4000", "1048576"] {
         caught(&["double", size], "double free of");
         caught(&["delayed", size], "double free of");
     }
