@@ -27,6 +27,7 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 use heapworks::{Heap, Stats};
 
+use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
 use crate::size_class::CLASS_SLOTS;
@@ -157,18 +158,18 @@ impl Central {
         rest: *mut u8,
     ) -> (*mut u8, u32) {
         let mut head = rest;
-        let mut link: *mut *mut u8 = &mut head;
+        let mut last: Option<NonNull<u8>> = None;
         let mut made = 0;
         let mut grown = false;
         while made < count {
             let wanted = (count - made) as usize;
             let run = self.heap.allocate_run(layout, wanted, |block| {
-                // SAFETY: `link` is `head` or the first word of the previous fresh block,
-                // which is ours and at least a word long.
-                unsafe {
-                    link.write(block.as_ptr());
-                    link = block.cast::<*mut u8>().as_ptr();
+                match last {
+                    // SAFETY: the previous fresh block is ours and at least a word long.
+                    Some(last) => unsafe { link::set(last, block.as_ptr()) },
+                    None => head = block.as_ptr(),
                 }
+                last = Some(block);
             });
             if run == 0 {
                 // One growth per list: a heap grown for `layout` holds at least one block.
@@ -179,8 +180,10 @@ impl Central {
             }
             made += run as u32;
         }
-        // SAFETY: as above.
-        unsafe { link.write(rest) };
+        if let Some(last) = last {
+            // SAFETY: as above.
+            unsafe { link::set(last, rest) };
+        }
         (head, made)
     }
 

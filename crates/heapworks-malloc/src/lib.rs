@@ -19,6 +19,7 @@
 //! | [`central`] | one `heapworks::Heap` behind a spin lock, grown by committing `mmap` reservations (never `brk`; as large as the address-space limit allows, and given back when a mapping is refused); per-class transfer batches between thread caches |
 //! | [`large`] | blocks over 256 KiB: whole-page mappings, size in a tagged header word, `mremap` realloc, a per-thread slot and a bounded shared reuse cache |
 //! | [`api`] | the exported C functions: routing by size, errno, glibc's edge cases |
+//! | [`link`] | free-list links mangled with the block's address (safe-linking), for every list of free blocks |
 //! | [`os`] | mmap, mprotect, madvise, mremap, munmap as raw system calls; errno, write(2): nothing that allocates |
 //! | `panic` | built with `panic = "abort"` (profile `malloc`, the shipped library): `no_std`, a panic writes its message with write(2) and aborts |
 //! | [`lock`] | the spin lock with backoff (never libc's locks) |
@@ -79,6 +80,7 @@ mod config;
 mod fault;
 mod fork;
 mod large;
+mod link;
 mod lock;
 mod medium;
 mod os;

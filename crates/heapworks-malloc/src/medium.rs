@@ -46,6 +46,7 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use crate::central::{self, Central};
+use crate::link;
 use crate::stats::{add, bump, COUNTERS};
 
 const WORD: usize = core::mem::size_of::<usize>();
@@ -166,11 +167,12 @@ impl MediumCache {
     pub(crate) fn pop(&mut self, size: usize) -> Option<NonNull<u8>> {
         let bin = bin_of(size + WORD);
         let head = NonNull::new(*self.heads.get(bin)?);
-        // SAFETY: a listed block is a live central-heap block: its header is readable.
-        if head.is_some_and(|head| fits(unsafe { central::usable_size(head) }, size)) {
-            let link = &raw mut self.heads[bin];
-            // SAFETY: `link` is the bin's head, which holds a block.
-            return Some(unsafe { self.unlink(bin, link) });
+        if let Some(head) = head {
+            // SAFETY: a listed block is a live central-heap block: its header is readable.
+            if fits(unsafe { central::usable_size(head) }, size) {
+                // SAFETY: the head is on the bin's list and follows nothing.
+                return Some(unsafe { self.unlink(bin, None, head) });
+            }
         }
         self.pop_searching(bin, size)
     }
@@ -180,31 +182,40 @@ impl MediumCache {
     #[inline(never)]
     fn pop_searching(&mut self, first: usize, size: usize) -> Option<NonNull<u8>> {
         for bin in first..(first + SEARCH_BINS).min(BINS) {
-            let mut link: *mut *mut u8 = &raw mut self.heads[bin];
-            // SAFETY: `link` is a bin's head or the first word of a listed block, and a listed
-            // block is a live central-heap block whose first word is the link.
+            let mut before = None;
+            let mut at = self.heads[bin];
+            // SAFETY: a listed block is a live central-heap block whose first word is the link.
             unsafe {
-                while let Some(block) = NonNull::new(*link) {
+                while let Some(block) = NonNull::new(at) {
                     if fits(central::usable_size(block), size) {
-                        return Some(self.unlink(bin, link));
+                        return Some(self.unlink(bin, before, block));
                     }
-                    link = block.cast::<*mut u8>().as_ptr();
+                    before = Some(block);
+                    at = link::next(block);
                 }
             }
         }
         None
     }
 
-    /// Takes the block `*link` points to off `bin`'s list.
+    /// Takes `block`, which follows `before` (`None`: it is the head), off `bin`'s list.
     ///
     /// # Safety
-    /// `link` is `bin`'s head or the first word of a block on its list, and holds a block.
+    /// `block` is on `bin`'s list, right after `before`.
     #[inline(always)]
-    unsafe fn unlink(&mut self, bin: usize, link: *mut *mut u8) -> NonNull<u8> {
-        // SAFETY: forwarded from the caller; the block's first word is the link to the rest.
+    unsafe fn unlink(
+        &mut self,
+        bin: usize,
+        before: Option<NonNull<u8>>,
+        block: NonNull<u8>,
+    ) -> NonNull<u8> {
+        // SAFETY: forwarded from the caller; the blocks' first words are the links.
         unsafe {
-            let block = NonNull::new_unchecked(*link);
-            *link = block.cast::<*mut u8>().read();
+            let rest = link::next(block);
+            match before {
+                Some(before) => link::set(before, rest),
+                None => self.heads[bin] = rest,
+            }
             block.cast::<usize>().add(1).write(0);
             self.rooms[bin] += 1;
             self.cached_bytes -= central::usable_size(block);
@@ -234,7 +245,7 @@ impl MediumCache {
                 crate::fault::double_free(block.as_ptr(), usable);
             }
             mark.write(me);
-            block.cast::<*mut u8>().write(self.heads[bin]);
+            link::set(block, self.heads[bin]);
         }
         self.heads[bin] = block.as_ptr();
         self.rooms[bin] -= 1;
@@ -253,7 +264,7 @@ impl MediumCache {
                 return true;
             }
             // SAFETY: a cached block's first word links to the next one.
-            at = unsafe { at.cast::<*mut u8>().read() };
+            at = unsafe { link::next(NonNull::new_unchecked(at)) };
         }
         false
     }
@@ -342,21 +353,25 @@ impl MediumCache {
     /// Gives back the blocks of `bin` after its first `keep` (the older ones: a bin's list runs
     /// from the most recently freed block).
     fn release_tail(&mut self, central: &mut Central, bin: usize, keep: usize) {
-        let mut link: *mut *mut u8 = &mut self.heads[bin];
         // SAFETY: a listed block is live and ours: its first word is the link, its header
         // gives its size, and blocks cut off the list are given back.
         unsafe {
+            let mut rest = self.heads[bin];
+            let mut last = None;
             for _ in 0..keep {
-                let Some(block) = NonNull::new(*link) else {
+                let Some(block) = NonNull::new(rest) else {
                     return;
                 };
-                link = block.cast::<*mut u8>().as_ptr();
+                last = Some(block);
+                rest = link::next(block);
             }
-            let mut rest = *link;
-            *link = core::ptr::null_mut();
+            match last {
+                Some(last) => link::set(last, core::ptr::null_mut()),
+                None => self.heads[bin] = core::ptr::null_mut(),
+            }
             let mut released = 0;
             while let Some(block) = NonNull::new(rest) {
-                rest = block.cast::<*mut u8>().read();
+                rest = link::next(block);
                 self.cached_bytes -= central::usable_size(block);
                 central.free(block);
                 released += 1;

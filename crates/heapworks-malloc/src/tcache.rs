@@ -48,6 +48,7 @@ use crate::central::{self, Central};
 use crate::config;
 use crate::fault;
 use crate::large::{self, LargeSlot};
+use crate::link;
 use crate::medium::MediumCache;
 use crate::size_class::{
     area_of_list, class_of_request, is_slot_list, list_block_bytes, list_of_area, request_of_class,
@@ -172,7 +173,7 @@ pub(crate) unsafe fn pop_at(offset: usize) -> Option<NonNull<u8>> {
     unsafe {
         let bin = current().cast::<u8>().add(offset).cast::<Bin>();
         let block = NonNull::new((*bin).head)?;
-        (*bin).head = block.cast::<*mut u8>().read();
+        (*bin).head = link::next(block);
         (*bin).room += 1;
         block.cast::<usize>().add(1).write(0);
         Some(block)
@@ -218,7 +219,7 @@ unsafe fn push_at(block: NonNull<u8>, offset: usize) -> bool {
             return false;
         }
         mark.write(cache.addr());
-        block.cast::<*mut u8>().write((*bin).head);
+        link::set(block, (*bin).head);
         (*bin).head = block.as_ptr();
         true
     }
@@ -382,7 +383,7 @@ unsafe fn list_holds(class: usize, block: NonNull<u8>) -> bool {
             if at == block.as_ptr() {
                 return true;
             }
-            at = at.cast::<*mut u8>().read();
+            at = link::next(NonNull::new_unchecked(at));
         }
         false
     }
@@ -712,13 +713,13 @@ unsafe fn cut(class: usize, count: u32) -> Cut {
             while let Some(block) =
                 NonNull::new(head).filter(|_| cut.slot_count + cut.core_count < count)
             {
-                head = block.cast::<*mut u8>().read();
+                head = link::next(block);
                 let (list, listed) = if tiny::is_slot(block.as_ptr()) {
                     (&mut cut.slots, &mut cut.slot_count)
                 } else {
                     (&mut cut.core, &mut cut.core_count)
                 };
-                block.cast::<*mut u8>().write(*list);
+                link::set(block, *list);
                 *list = block.as_ptr();
                 *listed += 1;
             }
@@ -730,14 +731,14 @@ unsafe fn cut(class: usize, count: u32) -> Cut {
         let mut last = first;
         let mut taken = 1;
         while taken < count {
-            let Some(next) = NonNull::new(last.cast::<*mut u8>().read()) else {
+            let Some(next) = NonNull::new(link::next(last)) else {
                 break;
             };
             last = next;
             taken += 1;
         }
-        (*bin).head = last.cast::<*mut u8>().read();
-        last.cast::<*mut u8>().write(null);
+        (*bin).head = link::next(last);
+        link::set(last, null);
         (*bin).room += taken;
         if is_slot_list(class) {
             Cut {
@@ -787,7 +788,7 @@ unsafe fn release_list(central: &mut Central, head: &mut *mut u8, count: u32) ->
         };
         // SAFETY: a listed block's first word is the link; the block is then given back.
         unsafe {
-            *head = block.cast::<*mut u8>().read();
+            *head = link::next(block);
             central.free(block);
         }
         released += 1;

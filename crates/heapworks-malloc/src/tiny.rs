@@ -83,6 +83,7 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use heapworks::GRANULE;
 
+use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
 use crate::size_class::{area_slot_bytes, PROMOTABLE, SLOT_AREAS};
@@ -298,8 +299,9 @@ unsafe fn release(from: NonNull<u8>, len: usize) {
 }
 
 /// A batch's header, in the second word of its first slot: the next batch's first slot (null:
-/// none) in the low 48 bits and the batch's length above, which a slot's address (below
-/// `2^47`) and a list's length (at most `MAX_LIST_BLOCKS`) leave room for.
+/// none), mangled with the first slot's address as every link is (see [`crate::link`]), in
+/// the low 48 bits and the batch's length above, which a slot's address (below `2^47`) and a
+/// list's length (at most `MAX_LIST_BLOCKS`) leave room for.
 const BATCH_LEN_SHIFT: u32 = 48;
 
 /// Reads the header of the batch whose first slot is `first`: the next batch and the length.
@@ -308,9 +310,11 @@ const BATCH_LEN_SHIFT: u32 = 48;
 /// `first` is the first slot of a batch.
 unsafe fn read_batch_header(first: NonNull<u8>) -> (*mut u8, u32) {
     // SAFETY: every slot has at least two words; a batch's first keeps the header in its second.
-    let word = unsafe { first.cast::<*mut u8>().add(1).read() };
-    let next = word.map_addr(|addr| addr & ((1 << BATCH_LEN_SHIFT) - 1));
-    (next, (word.addr() >> BATCH_LEN_SHIFT) as u32)
+    let word = unsafe { first.cast::<usize>().add(1).read() };
+    let mangled = word & ((1 << BATCH_LEN_SHIFT) - 1);
+    // The next batch's address was exposed when the header was written.
+    let next = core::ptr::with_exposed_provenance_mut(mangled ^ first.as_ptr().addr());
+    (next, (word >> BATCH_LEN_SHIFT) as u32)
 }
 
 /// Writes the header of the batch whose first slot is `first`.
@@ -318,9 +322,14 @@ unsafe fn read_batch_header(first: NonNull<u8>) -> (*mut u8, u32) {
 /// # Safety
 /// `first` is a slot out of its slab that the caller owns.
 unsafe fn write_batch_header(first: NonNull<u8>, next: *mut u8, len: u32) {
-    let word = next.map_addr(|addr| addr | (len as usize) << BATCH_LEN_SHIFT);
+    let mangled = next.expose_provenance() ^ first.as_ptr().addr();
     // SAFETY: as in `read_batch_header`.
-    unsafe { first.cast::<*mut u8>().add(1).write(word) };
+    unsafe {
+        first
+            .cast::<usize>()
+            .add(1)
+            .write(mangled | (len as usize) << BATCH_LEN_SHIFT)
+    };
 }
 
 /// The region and its areas' lists.
@@ -396,8 +405,8 @@ impl Slabs {
                     let Some(slot) = NonNull::new(meta.free) else {
                         break;
                     };
-                    meta.free = slot.cast::<*mut u8>().read();
-                    slot.cast::<*mut u8>().write(head);
+                    meta.free = link::next(slot);
+                    link::set(slot, head);
                     head = slot.as_ptr();
                     taken += 1;
                     meta.used += 1;
@@ -409,10 +418,10 @@ impl Slabs {
                     let mut slot = first;
                     for _ in 1..run {
                         let next = slot.add(size);
-                        slot.cast::<*mut u8>().write(next.as_ptr());
+                        link::set(slot, next.as_ptr());
                         slot = next;
                     }
-                    slot.cast::<*mut u8>().write(head);
+                    link::set(slot, head);
                     head = first.as_ptr();
                     meta.fresh += run;
                     meta.used += run;
@@ -441,10 +450,10 @@ impl Slabs {
             } else {
                 let mut last = first;
                 for _ in 1..taken {
-                    last = NonNull::new_unchecked(last.cast::<*mut u8>().read());
+                    last = NonNull::new_unchecked(link::next(last));
                 }
-                let rest = NonNull::new_unchecked(last.cast::<*mut u8>().read());
-                last.cast::<*mut u8>().write(core::ptr::null_mut());
+                let rest = NonNull::new_unchecked(link::next(last));
+                link::set(last, core::ptr::null_mut());
                 write_batch_header(rest, next, len - taken);
                 rest.as_ptr()
             };
@@ -495,7 +504,7 @@ impl Slabs {
             };
             // SAFETY: a listed slot's first word is the link; the slot is then given back.
             unsafe {
-                head = slot.cast::<*mut u8>().read();
+                head = link::next(slot);
                 self.give_back_one(slot);
             }
             given += 1;
@@ -518,7 +527,7 @@ impl Slabs {
             // Most slots go back to a slab that keeps others out and is on the partial list
             // already (it has a free list), which changes no list.
             if meta.used > 1 && !meta.free.is_null() {
-                slot.cast::<*mut u8>().write(meta.free);
+                link::set(slot, meta.free);
                 meta.free = slot.as_ptr();
                 meta.used -= 1;
             } else {
@@ -539,7 +548,7 @@ impl Slabs {
         unsafe {
             let meta = &mut *self.meta(area, index);
             let was_full = meta.free.is_null() && meta.fresh == slots(area);
-            slot.cast::<*mut u8>().write(meta.free);
+            link::set(slot, meta.free);
             meta.free = slot.as_ptr();
             meta.used -= 1;
             if meta.used == 0 {

@@ -1,6 +1,7 @@
 //! Misuse caught by the default build (tests/c/misuse.c): double frees of slots, core blocks,
 //! medium and large blocks (at once and after another free), frees of stack and global
-//! pointers. Each run must abort with our message naming the fault and the address.
+//! pointers. Each run must abort with our message naming the fault and the address. A use after
+//! free cannot make malloc return an address the program chose (safe-linking).
 
 mod common;
 
@@ -52,4 +53,23 @@ fn foreign_pointers_have_no_usable_size() {
         .output()
         .expect("run the program");
     assert!(output.status.success(), "{output:?}");
+}
+
+#[test]
+fn a_use_after_free_cannot_steer_malloc() {
+    let binary = compile("misuse.c", "cc", Linkage::Plain);
+    for size in ["64", "300", "1000", "4000"] {
+        let output = Command::new(&binary)
+            .args(["steer", size])
+            .env("LD_PRELOAD", library())
+            .output()
+            .expect("run the program");
+        // The mangled link sends the list to an address of no use (the process may fault on
+        // it), never to the one the program wrote.
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(
+            !stdout.contains("\nsteered") && !stdout.starts_with("steered"),
+            "{size} B: {stdout}"
+        );
+    }
 }

@@ -5,7 +5,10 @@
  *   misuse stack          a pointer into the stack freed
  *   misuse global         a pointer into a global array freed
  *   misuse usable         malloc_usable_size of stack and global pointers: 0 (not a misuse
- *                         that aborts: prints `usable: ok`) */
+ *                         that aborts: prints `usable: ok`)
+ *   misuse steer SIZE     a use after free writes a global's address into a freed block's
+ *                         first word; prints `steered` if a later malloc returns that address
+ *                         (the free lists' links are mangled: it must not) */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <stdint.h>
@@ -42,6 +45,15 @@ int main(int argc, char **argv) {
         free(launder(stack_bytes + 64));
     } else if (!strcmp(argv[1], "global")) {
         free(launder(global_bytes + 64));
+    } else if (!strcmp(argv[1], "steer")) {
+        char *p = malloc(size);
+        free(p);
+        *(void **)launder(p) = global_bytes + 64;
+        /* Laundered: the compiler takes a fresh block to differ from every object's address. */
+        void *first = launder(malloc(size)), *second = launder(malloc(size));
+        void *target = launder(global_bytes + 64);
+        printf("%s\n", first == target || second == target ? "steered" : "not steered");
+        return 0;
     } else if (!strcmp(argv[1], "usable")) {
         CHECK(malloc_usable_size(launder(stack_bytes + 64)) == 0);
         CHECK(malloc_usable_size(launder(global_bytes + 64)) == 0);
