@@ -16,9 +16,11 @@ use core::ptr::{null_mut, NonNull};
 use heapworks::GRANULE;
 
 use crate::central;
+use crate::config;
 use crate::fault;
 use crate::large;
 use crate::os::{self, PAGE};
+use crate::secure;
 use crate::size_class::{
     class_of_request, class_of_usable, list_offset_of_request, slot_class_of_request, MAX_CLASS,
     SLOT_AREAS, SMALL_MAX_REQUEST,
@@ -183,6 +185,14 @@ unsafe extern "C" fn free_medium(block: NonNull<u8>) {
     if !central::holds(block) {
         fault::invalid_pointer("free", block.as_ptr());
     }
+    if config::secure() {
+        // SAFETY: forwarded from the caller.
+        if let Some((evicted, bytes)) = unsafe { secure::free(block) } {
+            // SAFETY: the block left the quarantine, checked.
+            unsafe { tcache::release_evicted(evicted, bytes) };
+        }
+        return;
+    }
     // SAFETY: forwarded from the caller.
     unsafe { tcache::push_medium(block, central::usable_size(block)) }
 }
@@ -290,6 +300,11 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         os::set_errno(libc::ENOMEM);
         return null_mut();
     }
+    // SAFETY: `block` is not NULL; its word before is readable unless it is a slot.
+    if config::secure() && (tiny::is_slot(block.as_ptr()) || !unsafe { large::is_large(block) }) {
+        // SAFETY: as above, and not a large block.
+        unsafe { secure::check_live(block) };
+    }
     if let Some(usable) = tiny::slot_bytes_of(block.as_ptr()) {
         // SAFETY: `block` is a live slot of `usable` bytes.
         return unsafe { realloc_slot(block, usable, size) };
@@ -355,7 +370,8 @@ unsafe fn resize_with_headroom(block: NonNull<u8>, usable: usize, size: usize) -
 /// # Safety
 /// `block` is a live large block; `0 < size <= MAX_REQUEST`.
 unsafe fn realloc_large(block: NonNull<u8>, size: usize) -> *mut c_void {
-    if size <= LARGE_MIN / 2 {
+    // Secure mode's large blocks end against a guard page and are never resized in place.
+    if size <= LARGE_MIN / 2 || config::secure() {
         // SAFETY: `block` is live; small sizes move back to the heap.
         return unsafe { move_block(block, large::usable_size(block), size) };
     }

@@ -25,8 +25,9 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use heapworks::{Heap, Stats};
+use heapworks::{Heap, Misuse, Stats};
 
+use crate::fault;
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
@@ -137,6 +138,22 @@ pub(crate) unsafe fn unlock_after_fork() {
 }
 
 impl Central {
+    /// The usable size of `block` if it is a live block of the heap (`Heap::validate`);
+    /// otherwise the fault is reported (a double free, a foreign pointer, a corrupt header)
+    /// and the process aborts. `what` names the call (`free`, `realloc`).
+    pub(crate) fn validate(&self, block: NonNull<u8>, what: &str) -> usize {
+        match self.heap.validate(block) {
+            // SAFETY: validated: a live block of the heap.
+            Ok(()) => unsafe { usable_size(block) },
+            Err(Misuse::DoubleFree { .. }) => {
+                // SAFETY: a freed chunk keeps its size in its header.
+                fault::double_free(block.as_ptr(), unsafe { usable_size(block) })
+            }
+            Err(Misuse::CorruptHeader { .. }) => fault::corrupted(what, block.as_ptr()),
+            Err(_) => fault::invalid_pointer(what, block.as_ptr()),
+        }
+    }
+
     /// Allocates a block for `layout`, committing more memory when the heap is full.
     pub(crate) fn allocate(&mut self, layout: Layout) -> Option<NonNull<u8>> {
         if let Ok(block) = self.heap.allocate(layout) {
@@ -388,7 +405,8 @@ impl Central {
     }
 
     /// Gives back every byte of address space reserved but unused: the newest reservation's
-    /// tail, the slots' region past what its slabs use, and the cached large mappings. The
+    /// tail, the slots' region past what its slabs use, and the cached large mappings (and
+    /// those secure mode holds back). The
     /// kernel refused a mapping, and under an address-space limit (`ulimit -v`) these are what
     /// stand in the way of a program's request that glibc's malloc would serve. Takes the slab
     /// and large-cache locks inside the central one (the order the fork handlers use).
@@ -397,6 +415,7 @@ impl Central {
         self.release_unused_tail();
         crate::tiny::lock().release_unused();
         crate::large::release_for_growth(usize::MAX);
+        crate::large::release_guarded();
     }
 
     /// Counts `bytes` newly committed, and makes cached large mappings give as many back (see

@@ -17,6 +17,33 @@ pub(crate) fn double_free(block: *mut u8, bytes: usize) -> ! {
     report(format_args!("double free of {block:p} ({bytes} B block)"))
 }
 
+/// Reports a freed block whose bytes changed while it waited in the quarantine (a write after
+/// free, or an overflow from its neighbour), and aborts.
+#[cold]
+pub(crate) fn written_after_free(block: *mut u8, bytes: usize) -> ! {
+    report(format_args!(
+        "write after free (or overflow into a freed block) at {block:p} ({bytes} B block)"
+    ))
+}
+
+/// Reports a heap block whose header (or its neighbour's) is not what the heap wrote: an
+/// overflow from the block before, or a pointer that is not a block; aborts.
+#[cold]
+pub(crate) fn corrupted(what: &str, block: *mut u8) -> ! {
+    report(format_args!(
+        "{what} of {block:p}: its header is corrupt (an overflow into it?)"
+    ))
+}
+
+/// Reports a free block whose list link no longer names a block of its list (an overflow
+/// from its neighbour, or a write after free), and aborts.
+#[cold]
+pub(crate) fn corrupted_link(block: *mut u8) -> ! {
+    report(format_args!(
+        "free list corrupt at {block:p}: its link was overwritten (an overflow or a write after free?)"
+    ))
+}
+
 /// Reports a block resized (or asked its size) after it was freed, and aborts.
 #[cold]
 pub(crate) fn freed_block(what: &str, block: *mut u8, bytes: usize) -> ! {

@@ -4,7 +4,7 @@
 //! Invariants:
 //! - A process with other threads: the prepare handler takes stdio's list lock
 //!   (`_IO_list_lock`), then the central lock, then the large-cache lock, then the tiny-slab
-//!   lock. Taking stdio's lock first is the order glibc's own `fork` uses for its malloc locks:
+//!   lock, then secure mode's quarantine lock (never held while another is taken). Taking stdio's lock first is the order glibc's own `fork` uses for its malloc locks:
 //!   a thread that holds a `FILE`'s lock may be waiting for ours (`getline` reallocs under its
 //!   `FILE` lock), and a thread flushing every stream holds the list lock while it waits for
 //!   that `FILE`. Holding our locks first and then waiting in `fork` for the list lock closed
@@ -94,6 +94,7 @@ extern "C" fn prepare() {
     crate::central::lock_for_fork();
     crate::large::lock_for_fork();
     crate::tiny::lock_for_fork();
+    crate::secure::lock_for_fork();
     OWNER.store(me, Ordering::Relaxed);
 }
 
@@ -118,6 +119,7 @@ fn outermost_owner() -> bool {
 unsafe fn unlock_ours() {
     // SAFETY: forwarded from the caller.
     unsafe {
+        crate::secure::unlock_after_fork();
         crate::tiny::unlock_after_fork();
         crate::large::unlock_after_fork();
         crate::central::unlock_after_fork();

@@ -102,6 +102,9 @@ struct Cache {
     slots: [Option<Mapping>; CACHE_SLOTS],
     count: usize,
     bytes: usize,
+    /// Secure mode's freed guarded mappings (guard page included), a ring from `guarded_next`.
+    guarded: [Option<Mapping>; GUARDED_HELD],
+    guarded_next: usize,
 }
 
 // SAFETY: cached mappings belong to the cache alone; nothing ties them to a thread.
@@ -153,6 +156,8 @@ static CACHE: SpinLock<Cache> = SpinLock::new(Cache {
     slots: [None; CACHE_SLOTS],
     count: 0,
     bytes: 0,
+    guarded: [None; GUARDED_HELD],
+    guarded_next: 0,
 });
 
 /// Whether `block` (a live block of this library) is a large block.
@@ -173,6 +178,9 @@ pub(crate) struct LargeBlock {
 
 /// Allocates a large block of `size` bytes aligned to `align` (a power of two, at least 16).
 pub(crate) fn allocate(size: usize, align: usize) -> Option<LargeBlock> {
+    if config::secure() {
+        return allocate_guarded(size, align);
+    }
     let front = if align <= PAGE {
         align.max(HEADER)
     } else {
@@ -191,6 +199,85 @@ pub(crate) fn allocate(size: usize, align: usize) -> Option<LargeBlock> {
     // SAFETY: as above.
     unsafe { write_header(ptr, mapping) };
     Some(LargeBlock { ptr, zeroed })
+}
+
+/// Secure mode's large block: a fresh mapping whose block ends against a guard page (an
+/// overflow faults at its first byte past the block's alignment slack), never reused.
+fn allocate_guarded(size: usize, align: usize) -> Option<LargeBlock> {
+    let len = os::round_to_pages(
+        size.max(heapworks::GRANULE)
+            .checked_add(2 * align.max(HEADER))?,
+    )?;
+    let base = os::map(len.checked_add(PAGE)?)?;
+    // SAFETY: the page after `len` bytes is the mapping's last, unused.
+    if !unsafe { os::protect_none(base.add(len), PAGE) } {
+        // SAFETY: the mapping was just made and nothing uses it.
+        unsafe { os::unmap(base, len + PAGE) };
+        return None;
+    }
+    bump(&COUNTERS.large_mapped);
+    let end = base.as_ptr().addr() + len;
+    // At least a granule, so that even an empty block lies before the guard page.
+    let payload = (end - size.max(heapworks::GRANULE)) & !(align - 1);
+    // SAFETY: `payload - base >= len - size - align >= HEADER`, so the block and its header
+    // lie inside the mapping's first `len` bytes.
+    let ptr = unsafe { base.add(payload - base.as_ptr().addr()) };
+    // SAFETY: as above.
+    unsafe {
+        write_header(ptr, Mapping { base, len });
+        ptr.cast::<usize>()
+            .sub(1)
+            .write(len | EMBEDDER_TAG | GUARDED);
+    }
+    Some(LargeBlock { ptr, zeroed: true })
+}
+
+/// Freed large blocks of secure mode held back (their mappings, guard pages included, in the
+/// shared cache's ring) before they are unmapped, so that a second free finds the freed mark
+/// rather than faulting.
+const GUARDED_HELD: usize = 16;
+
+/// Frees a guarded block: marks its header freed, makes every page of the mapping but the
+/// header's inaccessible (a write after free faults), and holds the mapping in a ring of
+/// [`GUARDED_HELD`], unmapping the one it replaces.
+///
+/// # Safety
+/// `block` is a live guarded block whose mapping (guard page excluded) is `mapping`.
+unsafe fn quarantine_guarded(block: NonNull<u8>, mapping: Mapping) {
+    let whole = Mapping {
+        base: mapping.base,
+        len: mapping.len + PAGE,
+    };
+    // SAFETY: the header lies in the mapping; the pages around its own are the block's, which
+    // nobody may use any more.
+    unsafe {
+        let header_page = (block.as_ptr().addr() - HEADER) & !(PAGE - 1);
+        let header_page = block.with_addr(core::num::NonZeroUsize::new_unchecked(header_page));
+        block
+            .cast::<usize>()
+            .sub(1)
+            .write(mapping.len | EMBEDDER_TAG | GUARDED | FREED);
+        let before = header_page.as_ptr().addr() - mapping.base.as_ptr().addr();
+        if before > 0 {
+            os::protect_none(mapping.base, before);
+        }
+        let after = header_page.add(PAGE);
+        let end = mapping.base.as_ptr().addr() + mapping.len;
+        if end > after.as_ptr().addr() {
+            os::protect_none(after, end - after.as_ptr().addr());
+        }
+    }
+    let replaced = {
+        let mut cache = CACHE.lock();
+        let next = cache.guarded_next;
+        cache.guarded_next = (next + 1) % GUARDED_HELD;
+        cache.guarded[next].replace(whole)
+    };
+    if let Some(old) = replaced {
+        bump(&COUNTERS.large_unmaps);
+        // SAFETY: the held mapping was the freed block's alone.
+        unsafe { os::unmap(old.base, old.len) };
+    }
 }
 
 /// A new mapping of `len` bytes (whole pages), zeroed by the kernel.
@@ -236,6 +323,11 @@ pub(crate) unsafe fn free(block: NonNull<u8>) {
         Header::Freed(len) => crate::fault::double_free(block.as_ptr(), len),
         Header::Invalid => crate::fault::invalid_pointer("free", block.as_ptr()),
     };
+    // SAFETY: the caller's block has a header.
+    if unsafe { block.cast::<usize>().sub(1).read() } & GUARDED != 0 {
+        // SAFETY: the mapping and its guard page are the block's alone, given up.
+        return unsafe { quarantine_guarded(block, mapping) };
+    }
     // SAFETY: the header lies in the mapping, which stays mapped while it is cached (an
     // unmapped one faults on a second free: caught by the kernel, never reused silently).
     unsafe {
@@ -337,6 +429,17 @@ pub(crate) fn release_for_growth(bytes: usize) {
     evicted.unmap_all();
 }
 
+/// Unmaps every freed guarded mapping secure mode holds back (the kernel refused a mapping:
+/// see [`crate::central::make_room`]).
+pub(crate) fn release_guarded() {
+    let held = core::mem::replace(&mut CACHE.lock().guarded, [None; GUARDED_HELD]);
+    for mapping in held.into_iter().flatten() {
+        bump(&COUNTERS.large_unmaps);
+        // SAFETY: a held mapping was a freed block's alone, and is no longer held.
+        unsafe { os::unmap(mapping.base, mapping.len) };
+    }
+}
+
 /// Holds the cache lock across `fork` (prepare handler).
 pub(crate) fn lock_for_fork() {
     CACHE.lock_for_fork();
@@ -355,6 +458,9 @@ pub(crate) unsafe fn unlock_after_fork() {
 /// when a block is written into it again): a second free of it is caught. A length is whole
 /// pages, so its low bits are free.
 const FREED: usize = 1;
+/// Marks the length word of a block whose mapping is followed by a guard page (secure mode):
+/// its length excludes the guard, which goes with it when it is unmapped.
+const GUARDED: usize = 2;
 
 /// What the header of a block whose tag says large tells: its mapping, or why it cannot be one.
 pub(crate) enum Header {
@@ -377,7 +483,7 @@ pub(crate) unsafe fn header(block: NonNull<u8>) -> Header {
         let words = block.cast::<usize>();
         (words.sub(2).read(), words.sub(1).read())
     };
-    let len = word & !(EMBEDDER_TAG | FREED);
+    let len = word & !(EMBEDDER_TAG | FREED | GUARDED);
     let offset = block.as_ptr().addr().wrapping_sub(base);
     let fits = base != 0
         && base.is_multiple_of(PAGE)
@@ -401,7 +507,7 @@ unsafe fn mapping_of(block: NonNull<u8>) -> Mapping {
     unsafe {
         let words = block.cast::<usize>();
         let base = words.sub(2).read();
-        let len = words.sub(1).read() & !EMBEDDER_TAG;
+        let len = words.sub(1).read() & !(EMBEDDER_TAG | FREED | GUARDED);
         let base_ptr = block.with_addr(core::num::NonZeroUsize::new_unchecked(base));
         Mapping {
             base: base_ptr,

@@ -24,6 +24,7 @@
 //! | `panic` | built with `panic = "abort"` (profile `malloc`, the shipped library): `no_std`, a panic writes its message with write(2) and aborts |
 //! | [`lock`] | the spin lock with backoff (never libc's locks) |
 //! | [`fork`] | `pthread_atfork` handlers holding every lock across `fork` (after stdio's list lock, as glibc orders its own); none in a single-threaded process |
+//! | [`secure`] | `HEAPWORKS_SECURE=1`: every free validated, zeroed and quarantined; random slot order; guard pages after large blocks |
 //! | [`config`] | environment settings (`HEAPWORKS_STATS`, `HEAPWORKS_LARGE_CACHE_MIB`, `HEAPWORKS_TCACHE_KIB`) |
 //! | [`stats`] | slow-path counters, printed at exit with `HEAPWORKS_STATS=1` |
 //! | [`fault`] | misuse caught (double free, foreign pointer): a message naming the fault and the address, then abort |
@@ -86,6 +87,7 @@ mod medium;
 mod os;
 #[cfg(panic = "abort")]
 mod panic;
+mod secure;
 mod size_class;
 mod stats;
 mod tcache;

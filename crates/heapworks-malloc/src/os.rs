@@ -151,6 +151,23 @@ pub(crate) unsafe fn commit(addr: NonNull<u8>, len: usize) -> bool {
     result == 0
 }
 
+/// Makes `[addr, addr + len)` inaccessible (a guard page: any access faults). Returns whether
+/// it could.
+///
+/// # Safety
+/// The range is page-aligned, inside a mapping owned by the caller, and holds nothing anyone
+/// will use.
+pub(crate) unsafe fn protect_none(addr: NonNull<u8>, len: usize) -> bool {
+    // SAFETY: forwarded from the caller.
+    let result = unsafe {
+        syscall6(
+            libc::SYS_mprotect,
+            [addr.as_ptr().addr(), len, libc::PROT_NONE as usize, 0, 0, 0],
+        )
+    };
+    result == 0
+}
+
 /// Gives the pages of `[addr, addr + len)` back to the OS, keeping the mapping: they read as
 /// zero and cost no memory until touched again.
 ///

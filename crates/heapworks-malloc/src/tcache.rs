@@ -51,8 +51,8 @@ use crate::large::{self, LargeSlot};
 use crate::link;
 use crate::medium::MediumCache;
 use crate::size_class::{
-    area_of_list, class_of_request, is_slot_list, list_block_bytes, list_of_area, request_of_class,
-    slot_area, slot_list, LISTS, MIN_CLASS,
+    area_of_list, class_of_request, class_of_usable, is_slot_list, list_block_bytes, list_of_area,
+    request_of_class, slot_area, slot_list, LISTS, MAX_CLASS, MIN_CLASS,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::tiny;
@@ -245,6 +245,10 @@ pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
     let Some(cache) = live_cache() else {
         return allocate_direct(class);
     };
+    if config::secure() {
+        // SAFETY: the cache is this thread's and live.
+        return unsafe { stash_from_central(class) };
+    }
     // SAFETY: the cache is this thread's and live; `class` is a valid class (callers map
     // requests).
     unsafe {
@@ -277,6 +281,14 @@ fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
         bump(&COUNTERS.central_direct);
         return NonNull::new(slot);
     };
+    if config::secure() {
+        let (head, taken) = tiny::lock().take(area, SECURE_STASH, core::ptr::null_mut());
+        if taken == 0 {
+            return allocate_direct(fallback);
+        }
+        // SAFETY: the list is this thread's, empty, and the slots taken are linked.
+        return unsafe { fill_stash(list, head, taken) };
+    }
     // SAFETY: the cache is this thread's and live; the lists are valid.
     unsafe {
         if refill_from_slabs(cache, list, area) {
@@ -340,6 +352,12 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
             // The program's own data looked like the mark.
             mark.write(0);
         }
+        if config::secure() {
+            if let Some((evicted, bytes)) = crate::secure::free(block) {
+                release_evicted(evicted, bytes);
+            }
+            return;
+        }
         if push_or_restore(block, class) {
             return;
         }
@@ -347,6 +365,74 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
         if !push_or_restore(block, class) {
             release_one(block);
         }
+    }
+}
+
+/// Secure mode's lists are stashes of blocks to hand out, refilled a batch at a time under
+/// one lock, whose room is biased far below zero ([`SECURE_EMPTY`] less the blocks on it):
+/// `malloc`'s fast path pops from them as usual (adding one), while `free`'s fast path always
+/// finds the room negative and leaves every free to the slow path, which validates, wipes and
+/// quarantines the block (see [`crate::secure`]). Blocks leaving the quarantine join the
+/// freeing thread's stash, while it holds fewer than [`SECURE_STASH_MAX`].
+const SECURE_EMPTY: u32 = 0xC000_0000;
+/// Blocks a secure-mode refill takes at once.
+const SECURE_STASH: u32 = 32;
+/// The most blocks a secure-mode stash holds.
+const SECURE_STASH_MAX: u32 = 256;
+
+/// Secure mode: fills the empty list of `class` with fresh central-heap blocks, then pops.
+///
+/// # Safety
+/// The calling thread's cache is live.
+unsafe fn stash_from_central(class: usize) -> Option<NonNull<u8>> {
+    let (head, made) =
+        central::lock().allocate_list(layout_of_class(class), SECURE_STASH, core::ptr::null_mut());
+    bump(&COUNTERS.refills);
+    // SAFETY: the list is this thread's and empty; the blocks made are linked.
+    unsafe { fill_stash(class, head, made) }
+}
+
+/// Secure mode: makes the `count` blocks linked from `head` the empty list `list`'s stash,
+/// then pops one.
+///
+/// # Safety
+/// `list` is an empty list of the calling thread's live cache; the blocks are its class's.
+unsafe fn fill_stash(list: usize, head: *mut u8, count: u32) -> Option<NonNull<u8>> {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let bin = bin(list);
+        (*bin).head = head;
+        (*bin).room = SECURE_EMPTY - count;
+        pop(list)
+    }
+}
+
+/// Secure mode: a block out of the quarantine (checked and wiped) joins the calling thread's
+/// stash of its list while that holds fewer than [`SECURE_STASH_MAX`], marked as a cached
+/// block (so a free of it is caught as a double free); else it goes back to the slabs or the
+/// central heap.
+///
+/// # Safety
+/// `block` is a block of `bytes` bytes out of the quarantine, allocated in its owner's eyes.
+pub(crate) unsafe fn release_evicted(block: NonNull<u8>, bytes: usize) {
+    let list = if tiny::is_slot(block.as_ptr()) {
+        Some(list_of_area(tiny::area_of(block.as_ptr())))
+    } else {
+        Some(class_of_usable(bytes)).filter(|class| (MIN_CLASS..=MAX_CLASS).contains(class))
+    };
+    // SAFETY: the list is this thread's; the block is ours to link and mark.
+    unsafe {
+        if let (Some(list), Some(cache)) = (list, live_cache()) {
+            let bin = bin(list);
+            if SECURE_EMPTY - (*bin).room < SECURE_STASH_MAX {
+                block.cast::<usize>().add(1).write(cache.addr());
+                link::set(block, (*bin).head);
+                (*bin).head = block.as_ptr();
+                (*bin).room -= 1;
+                return;
+            }
+        }
+        release_one(block);
     }
 }
 
@@ -376,7 +462,8 @@ unsafe fn list_holds(class: usize, block: NonNull<u8>) -> bool {
     unsafe {
         let bin = bin(class);
         let mut at = (*bin).head;
-        for _ in 0..=(*bin).limit {
+        // A secure-mode stash may hold more than the limit.
+        for _ in 0..=(*bin).limit.max(SECURE_STASH_MAX) {
             if at.is_null() {
                 return false;
             }
@@ -527,7 +614,11 @@ unsafe fn start(cache: *mut ThreadCache) {
             let limit = initial_limit(class);
             let bin = bin(class);
             (*bin).limit = limit;
-            (*bin).room = limit;
+            (*bin).room = if config::secure() {
+                SECURE_EMPTY
+            } else {
+                limit
+            };
             budget = budget.saturating_sub(list_bytes(class, limit));
         }
         (*cache).budget_left = budget;

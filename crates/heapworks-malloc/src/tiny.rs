@@ -83,6 +83,7 @@ use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use heapworks::GRANULE;
 
+use crate::config;
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
@@ -287,6 +288,40 @@ enum Backing {
     Sparse,
 }
 
+/// Whether `ptr`, a pointer into the slot areas, is where a slot of its slab starts (an
+/// interior pointer, or one past a slab's last slot, is not). Reads the address alone: no lock.
+pub(crate) fn is_slot_start(ptr: NonNull<u8>) -> bool {
+    let area = area_of(ptr.as_ptr());
+    if area >= SLOT_AREAS {
+        return false;
+    }
+    let within = ptr.as_ptr().addr() & (SLAB_BYTES - 1);
+    let size = slot_bytes(area);
+    within.is_multiple_of(size) && within / size < slots(area) as usize
+}
+
+/// Whether `next`, a link read from a free slot of the slab at `slab`, is null or a slot start
+/// of that slab (secure mode checks every link it follows: an overflow or a write after free
+/// that changed one is caught before the list leads anywhere).
+fn in_slab(next: *mut u8, slab: NonNull<u8>, size: usize) -> bool {
+    let offset = next.addr().wrapping_sub(slab.as_ptr().addr());
+    next.is_null() || (offset < SLAB_BYTES && offset.is_multiple_of(size))
+}
+
+/// A random step in `1..=count` that shares no factor with `count` (so below it, but for 1).
+fn step_prime_to(count: usize) -> usize {
+    loop {
+        let step = 1 + (config::random() % count as u64) as usize;
+        let (mut a, mut b) = (step, count);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        if a == 1 {
+            return step;
+        }
+    }
+}
+
 /// Unmaps `[from, from + len)` of the region (nothing when `len` is 0).
 ///
 /// # Safety
@@ -397,6 +432,10 @@ impl Slabs {
                 break;
             };
             let slab = self.slab(area, index);
+            if config::secure() {
+                // SAFETY: `index` names a started slab; the lock is held.
+                unsafe { self.shuffle_fresh(area, index) };
+            }
             // SAFETY: `index` names a started slab, whose metadata and slots are committed;
             // the lock is held, and its free-listed and fresh slots are nobody's.
             unsafe {
@@ -406,6 +445,9 @@ impl Slabs {
                         break;
                     };
                     meta.free = link::next(slot);
+                    if config::secure() && !in_slab(meta.free, slab, size) {
+                        crate::fault::corrupted_link(slot.as_ptr());
+                    }
                     link::set(slot, head);
                     head = slot.as_ptr();
                     taken += 1;
@@ -508,6 +550,37 @@ impl Slabs {
                 self.give_back_one(slot);
             }
             given += 1;
+        }
+    }
+
+    /// Secure mode: puts the slots of slab `index` of `area` not yet handed out on its free
+    /// list in a random order, so that a program cannot predict which slot neighbours which:
+    /// the order `start + k * step` (modulo their count) for a random start and a random step
+    /// prime to the count, which visits each once.
+    ///
+    /// # Safety
+    /// The slab is started and the lock held.
+    unsafe fn shuffle_fresh(&mut self, area: usize, index: usize) {
+        let size = slot_bytes(area);
+        let slab = self.slab(area, index);
+        // SAFETY: forwarded from the caller; the fresh slots are nobody's.
+        unsafe {
+            let meta = &mut *self.meta(area, index);
+            let from = meta.fresh as usize;
+            let count = slots(area) as usize - from;
+            if count == 0 {
+                return;
+            }
+            let start = (config::random() % count as u64) as usize;
+            let step = step_prime_to(count);
+            let mut head = meta.free;
+            for k in 0..count {
+                let slot = slab.add((from + (start + k * step) % count) * size);
+                link::set(slot, head);
+                head = slot.as_ptr();
+            }
+            meta.free = head;
+            meta.fresh = slots(area);
         }
     }
 
@@ -715,7 +788,8 @@ impl Slabs {
     /// and it restarts.
     fn retire_empty(&mut self, area: usize, index: usize) {
         let state = &self.areas[area];
-        if state.empty_count < EMPTY_KEPT {
+        // Secure mode keeps every empty slab: restarting one shuffles (so touches) all of it.
+        if state.empty_count < EMPTY_KEPT || config::secure() {
             let top = self.push(area, index, state.empty);
             let state = &mut self.areas[area];
             state.empty = top;

@@ -6,6 +6,11 @@
  *   misuse global         a pointer into a global array freed
  *   misuse usable         malloc_usable_size of stack and global pointers: 0 (not a misuse
  *                         that aborts: prints `usable: ok`)
+ *   misuse written SIZE   a block freed, then written (a use after free), then 5000 blocks of
+ *                         the same size allocated and freed (so secure mode's quarantine lets
+ *                         the first one go and finds the write)
+ *   misuse overflow SIZE  two blocks; the first written 16 bytes past its usable size (into
+ *                         the second's header or first bytes), then both freed
  *   misuse steer SIZE     a use after free writes a global's address into a freed block's
  *                         first word; prints `steered` if a later malloc returns that address
  *                         (the free lists' links are mangled: it must not) */
@@ -45,6 +50,17 @@ int main(int argc, char **argv) {
         free(launder(stack_bytes + 64));
     } else if (!strcmp(argv[1], "global")) {
         free(launder(global_bytes + 64));
+    } else if (!strcmp(argv[1], "written")) {
+        char *p = malloc(size);
+        free(p);
+        ((char *)launder(p))[size / 2] = 1;
+        for (int i = 0; i < 5000; i++) free(launder(malloc(size)));
+    } else if (!strcmp(argv[1], "overflow")) {
+        char *p = malloc(size), *q = malloc(size);
+        memset(launder(p), 'A', malloc_usable_size(p) + 16);
+        free(q);
+        free(p);
+        for (int i = 0; i < 5000; i++) free(launder(malloc(size)));
     } else if (!strcmp(argv[1], "steer")) {
         char *p = malloc(size);
         free(p);

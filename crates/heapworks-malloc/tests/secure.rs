@@ -1,0 +1,76 @@
+//! Secure mode (`HEAPWORKS_SECURE=1`, see the crate's `secure` module): the misuse the default
+//! build catches, and also double frees of every size, writes after free, overflows into a
+//! heap block's header or a freed neighbour, and foreign pointers; real programs run under it
+//! with the same output as under glibc.
+
+mod common;
+
+use common::{assert_success, compile, library, run_plain, Linkage};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, Output};
+
+fn secure(command: &mut Command) -> Output {
+    command
+        .env("LD_PRELOAD", library())
+        .env("HEAPWORKS_SECURE", "1")
+        .output()
+        .expect("run the program")
+}
+
+/// Runs `misuse ARGS` in secure mode; it must abort with a message containing `expected`.
+fn caught(args: &[&str], expected: &str) {
+    let binary = compile("misuse.c", "cc", Linkage::Plain);
+    let output = secure(Command::new(binary).args(args));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.signal(),
+        Some(libc::SIGABRT),
+        "{args:?} was not caught ({}); stderr:\n{stderr}",
+        output.status
+    );
+    assert!(
+        stderr.contains(&format!("heapworks: {expected}")) && stderr.contains(" 0x"),
+        "{args:?}: the message does not name the fault and the address:\n{stderr}"
+    );
+}
+
+#[test]
+fn double_frees_of_every_size() {
+    for size in ["24", "64", "300", "1000", "4000", "100000", "1048576"] {
+        caught(&["double", size], "double free of");
+        caught(&["delayed", size], "double free of");
+    }
+}
+
+#[test]
+fn writes_after_free_are_found_when_the_quarantine_lets_the_block_go() {
+    for size in ["24", "64", "300", "1000", "4000", "100000"] {
+        caught(&["written", size], "write after free");
+    }
+}
+
+#[test]
+fn overflows_into_a_heap_neighbour_are_caught() {
+    for size in ["300", "1000", "4000"] {
+        caught(&["overflow", size], "");
+    }
+}
+
+#[test]
+fn foreign_pointers_are_caught() {
+    caught(&["stack"], "free of");
+    caught(&["global"], "free of");
+}
+
+#[test]
+fn programs_keep_their_output() {
+    let sort = || {
+        let mut command = Command::new("sort");
+        command.arg(common::crate_dir().join("src/api.rs"));
+        command
+    };
+    let glibc = run_plain(&mut sort());
+    let ours = secure(&mut sort());
+    assert_success(&ours, "sort in secure mode");
+    assert_eq!(ours.stdout, glibc.stdout);
+}
