@@ -185,6 +185,12 @@ unsafe extern "C" fn free_medium(block: NonNull<u8>) {
     if !central::holds(block) {
         fault::invalid_pointer("free", block.as_ptr());
     }
+    // SAFETY: the block is, or was, a central-heap block (the caller's promise; the span
+    // check above rules out most other pointers), and the heap's regions are never given up.
+    if !unsafe { heapworks::Heap::looks_live(block) } {
+        // SAFETY: as above: its header is readable.
+        fault::double_free(block.as_ptr(), unsafe { central::usable_size(block) });
+    }
     if config::secure() {
         // SAFETY: forwarded from the caller.
         if let Some((evicted, bytes)) = unsafe { secure::free(block) } {

@@ -233,17 +233,23 @@ impl MediumCache {
     #[inline(always)]
     pub(crate) unsafe fn push(&mut self, block: NonNull<u8>, usable: usize) -> bool {
         let bin = bin_of(usable + WORD);
-        if bin >= BINS || self.rooms[bin] == 0 || !self.within_budget(usable) {
+        if bin >= BINS {
             return false;
         }
-        // SAFETY: the block is ours to link through its first word and mark through its
-        // second (see `tcache::push_at`: the cache's address marks a cached block).
+        // SAFETY: the block is ours to mark through its second word (see `tcache::push_at`:
+        // the cache's address marks a cached block). The mark is checked before anything can
+        // refuse the block: a refusal may give the cached twin back to the heap first.
+        let mark = unsafe { block.cast::<usize>().add(1) };
+        let me = (self as *const MediumCache).addr();
+        // SAFETY: as above.
+        if unsafe { mark.read() } == me && self.bin_holds(bin, block) {
+            crate::fault::double_free(block.as_ptr(), usable);
+        }
+        if self.rooms[bin] == 0 || !self.within_budget(usable) {
+            return false;
+        }
+        // SAFETY: the block is ours to link through its first word and mark.
         unsafe {
-            let mark = block.cast::<usize>().add(1);
-            let me = (self as *const MediumCache).addr();
-            if mark.read() == me && self.bin_holds(bin, block) {
-                crate::fault::double_free(block.as_ptr(), usable);
-            }
             mark.write(me);
             link::set(block, self.heads[bin]);
         }

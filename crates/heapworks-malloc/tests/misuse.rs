@@ -32,7 +32,7 @@ fn caught(args: &[&str], expected: &str) {
 
 #[test]
 fn double_frees_are_caught_at_every_size() {
-    for size in ["24", "64", "300", "1000", "4000", "1048576"] {
+    for size in ["24", "64", "300", "1000", "4000", "100000", "1048576"] {
         caught(&["double", size], "double free of");
         caught(&["delayed", size], "double free of");
     }

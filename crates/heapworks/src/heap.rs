@@ -721,6 +721,29 @@ impl Heap {
         unsafe { Chunk::from_payload(ptr).size() - WORD }
     }
 
+    /// Whether the headers around `ptr` say it is a live block: its own header in use, of a
+    /// size of at least a chunk, and the next chunk's header saying its predecessor is in use
+    /// (a block freed into a heap clears that bit, even when it merged into a free chunk
+    /// before it). Two loads, no lock and no region look-up, for an embedder that caches
+    /// blocks outside the heap and wants a cheap check on a free; [`Heap::validate`] is the
+    /// full check.
+    ///
+    /// # Safety
+    /// `ptr` is, or was, a block of a `Heap` whose regions are all still claimed (so a
+    /// stale header's size still names a header inside them).
+    pub unsafe fn looks_live(ptr: NonNull<u8>) -> bool {
+        // SAFETY: the caller's promise: the header before `ptr` and the one its size names
+        // lie in a region that is still the heap's.
+        unsafe {
+            let chunk = Chunk::from_payload(ptr);
+            let header = chunk.header();
+            let size = header & SIZE_MASK;
+            header & IN_USE != 0
+                && size >= MIN_CHUNK
+                && chunk.after(size).header() & PREV_IN_USE != 0
+        }
+    }
+
     /// Checks that `ptr` is a live block of this heap, without changing anything.
     ///
     /// Detects pointers outside every region or off a payload boundary, blocks already free,
