@@ -17,16 +17,17 @@ pub fn render(results: &Results) -> String {
         .filter(|r| r.first().primary)
         .collect();
     let mut lines: Vec<Vec<String>> = vec![title_line(&allocators)];
-    let mut workload_breaks = Vec::new();
+    // The workload heading to print before each line, if one starts there.
+    let mut headings: Vec<Option<&str>> = vec![None];
     for (index, row) in rows.iter().enumerate() {
-        if index == 0 || rows[index - 1].first().workload != row.first().workload {
-            workload_breaks.push((lines.len(), row.first().workload.clone()));
-        }
+        let workload = row.first().workload.as_str();
+        let starts = index == 0 || rows[index - 1].first().workload != workload;
+        headings.push(starts.then_some(workload));
         lines.push(row_line(row, &allocators, &baseline));
     }
     let widths = column_widths(&lines);
-    for (index, line) in lines.iter().enumerate() {
-        if let Some((_, workload)) = workload_breaks.iter().find(|(at, _)| *at == index) {
+    for (line, heading) in lines.iter().zip(headings) {
+        if let Some(workload) = heading {
             out.push_str(&workload_heading(workload));
         }
         out.push_str(&layout_line(line, &widths));
