@@ -224,7 +224,11 @@ impl Results {
         let present: HashSet<&str> = self.cells.iter().map(|c| c.allocator.as_str()).collect();
         let listed = self.environment.versions.iter().map(|(name, _)| name);
         let measured = self.cells.iter().map(|cell| &cell.allocator);
-        first_appearances(listed.chain(measured).filter(|name| present.contains(name.as_str())))
+        first_appearances(
+            listed
+                .chain(measured)
+                .filter(|name| present.contains(name.as_str())),
+        )
     }
 
     /// Workload names in run order.
@@ -238,7 +242,11 @@ impl Results {
         let mut rows: Vec<Row<'_>> = Vec::new();
         let mut row_of: HashMap<(&str, &str, &str), usize> = HashMap::new();
         for cell in &self.cells {
-            let key = (cell.workload.as_str(), cell.case.as_str(), cell.metric.as_str());
+            let key = (
+                cell.workload.as_str(),
+                cell.case.as_str(),
+                cell.metric.as_str(),
+            );
             match row_of.entry(key) {
                 Entry::Occupied(row) => rows[*row.get()].cells.push(cell),
                 Entry::Vacant(slot) => {

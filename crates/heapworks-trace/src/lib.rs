@@ -18,7 +18,7 @@
 //! it is wrong, never a panic.
 
 pub mod binary;
-mod bounded;
+pub mod bounded;
 pub mod capture;
 mod error;
 pub mod generate;
