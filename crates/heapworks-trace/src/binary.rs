@@ -66,8 +66,8 @@ pub fn encode(trace: &Trace) -> Vec<u8> {
         varint::put(&mut out, stream.len() as u64);
         out.extend_from_slice(&stream);
     }
-    let checksum = fnv1a(&out);
-    out.extend_from_slice(&checksum.to_le_bytes());
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
     out
 }
 
@@ -289,7 +289,7 @@ fn read_memalign(stream: &mut Cursor) -> Result<OpKind, FormatError> {
 
 fn read_checksum(cursor: &mut Cursor) -> Result<(), FormatError> {
     let offset = cursor.offset();
-    let computed = fnv1a(cursor.consumed());
+    let computed = checksum(cursor.consumed());
     let stored = cursor.u64_le("checksum")?;
     if stored != computed {
         return Err(FormatError::at_byte(
@@ -300,8 +300,9 @@ fn read_checksum(cursor: &mut Cursor) -> Result<(), FormatError> {
     Ok(())
 }
 
-/// FNV-1a, 64 bits: any single changed byte changes the result.
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// The checksum a trace ends with: FNV-1a, 64 bits, of every byte before it (any single
+/// changed byte changes it).
+pub fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })

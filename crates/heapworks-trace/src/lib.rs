@@ -14,8 +14,10 @@
 //!   utilization, and with `check` verifying every block.
 //! - [`generate`]: seed 003's synthetic scripts (insert-delete, realloc-free).
 //!
-//! Invariant of the whole crate: malformed input of any kind is an error value naming where
-//! it is wrong, never a panic.
+//! Invariants of the whole crate: malformed input of any kind is an error value naming where
+//! it is wrong, never a panic; no input makes a reader or a replay use memory out of
+//! proportion to it (files are read up to [`MAX_TRACE_BYTES`], traces hold at most
+//! [`model::MAX_OPS`] requests, and replay tables hold one slot per id live at once).
 
 pub mod binary;
 pub mod bounded;

@@ -305,7 +305,7 @@ pub enum Effect {
 /// Tracks which ids are live and how many bytes they hold, request by request.
 ///
 /// Memory follows the ids live at once, not the largest id: each id holds a dense slot
-/// ([`IdSlots`]) while it is live.
+/// while it is live, given back when it is freed.
 #[derive(Debug, Default)]
 pub struct Liveness {
     slots: IdSlots,
