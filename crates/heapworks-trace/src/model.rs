@@ -217,7 +217,7 @@ impl Trace {
             threads: self.threads.len() as u64,
             ..TraceStats::default()
         };
-        let mut liveness = Liveness::new();
+        let mut liveness = Liveness::new(self);
         for op in &self.ops {
             stats.count(op);
             liveness.apply(op);
@@ -304,9 +304,9 @@ pub enum Effect {
 
 /// Tracks which ids are live and how many bytes they hold, request by request.
 ///
-/// Memory follows the ids live at once, not the largest id: each id holds a dense slot
-/// while it is live, given back when it is freed.
-#[derive(Debug, Default)]
+/// Memory follows the trace, never the largest id it names: compact ids index its table
+/// directly; sparse ones hold a dense slot while they are live, given back when freed.
+#[derive(Debug)]
 pub struct Liveness {
     slots: IdSlots,
     /// Each slot's live block, `None` when its id is not live.
@@ -324,21 +324,29 @@ pub struct Applied {
     /// What the request does to the blocks.
     pub effect: Effect,
     /// The id's slot: below [`Liveness::slots`], held by no other id while this one is live
-    /// (a request that leaves its id not live gives the slot back for a later id).
+    /// (a request that leaves a sparse id not live may give the slot to a later id).
     pub slot: usize,
 }
 
 impl Liveness {
-    /// Tracking with no id live.
-    pub fn new() -> Self {
-        Self::default()
+    /// Tracking for `trace`'s ids, none of them live.
+    pub fn new(trace: &Trace) -> Self {
+        let largest_id = trace.ops.iter().map(|op| op.id).max().unwrap_or(0);
+        Self {
+            slots: IdSlots::new(largest_id, trace.len()),
+            blocks: Vec::new(),
+            live_bytes: 0,
+            peak_bytes: 0,
+            peak_index: None,
+            applied: 0,
+        }
     }
 
     /// Applies the next request and tells what it does.
     pub fn apply(&mut self, op: &Op) -> Applied {
         let slot = self.slots.slot(op.id, op.kind.size().is_some());
-        if slot == self.blocks.len() {
-            self.blocks.push(None);
+        if slot >= self.blocks.len() {
+            self.blocks.resize(slot + 1, None);
         }
         let old = self.blocks[slot];
         let effect = match (op.kind, old) {

@@ -65,7 +65,7 @@ pub struct Plan {
 
 /// Builds the plan for `trace`.
 pub fn build(trace: &Trace, options: &ReplayOptions) -> Result<Plan, ReplayError> {
-    let mut liveness = Liveness::new();
+    let mut liveness = Liveness::new(trace);
     let mut done_per_slot: Vec<u64> = Vec::new();
     let mut plan = Plan {
         threads: trace
@@ -83,8 +83,8 @@ pub fn build(trace: &Trace, options: &ReplayOptions) -> Result<Plan, ReplayError
     for (index, op) in trace.ops().iter().enumerate() {
         let applied = liveness.apply(op);
         let action = plan.action(index, &op.kind, applied.effect, options)?;
-        if applied.slot == done_per_slot.len() {
-            done_per_slot.push(0);
+        if applied.slot >= done_per_slot.len() {
+            done_per_slot.resize(applied.slot + 1, 0);
         }
         let wait = &mut done_per_slot[applied.slot];
         let step = Step {
