@@ -61,7 +61,8 @@ impl Selection {
     pub fn from_filter(terms: &[String]) -> Result<Self, UnknownName> {
         let mut workloads = Vec::new();
         let mut allocators = Vec::new();
-        for term in filter_terms(terms).map_err(UnknownName)? {
+        let names = filter_terms(terms).ok_or_else(|| UnknownName(String::new()))?;
+        for term in names {
             if let Some(workload) = WorkloadId::from_name(term) {
                 workloads.push(workload);
             } else if let Some(allocator) = AllocatorId::from_name(term) {
@@ -91,18 +92,15 @@ impl Selection {
     }
 }
 
-/// The names of `--filter` arguments: commas separate several in one argument. An empty name
-/// (`--filter ""`, `--filter a,,b`) is refused: it is `Err` of the empty term.
-pub fn filter_terms(terms: &[String]) -> Result<Vec<&str>, String> {
+/// The names of `--filter` arguments: commas separate several in one argument; `None` when a
+/// name is empty (`--filter ""`, `--filter a,,b`), which is refused.
+pub fn filter_terms(terms: &[String]) -> Option<Vec<&str>> {
     let names: Vec<&str> = terms
         .iter()
         .flat_map(|t| t.split(','))
         .map(str::trim)
         .collect();
-    if names.contains(&"") {
-        return Err(String::new());
-    }
-    Ok(names)
+    (!names.contains(&"")).then_some(names)
 }
 
 /// `picked` deduplicated in the order of `order`, or `default` when nothing was picked.

@@ -128,7 +128,8 @@ impl MallocSelection {
     pub fn from_filter(terms: &[String]) -> Result<Self, String> {
         let mut workloads = Vec::new();
         let mut columns = Vec::new();
-        for term in filter_terms(terms).map_err(|empty| unknown_term(&empty))? {
+        let names = filter_terms(terms).ok_or_else(|| unknown_term(""))?;
+        for term in names {
             if let Some(workload) = MallocWorkload::from_name(term) {
                 workloads.push(workload);
             } else if let Some(malloc) = CMalloc::from_name(term) {
