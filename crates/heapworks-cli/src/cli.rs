@@ -12,6 +12,7 @@ use crate::gate;
 use crate::instructions;
 use crate::malloc_bench::libraries::{self, CMalloc};
 use crate::malloc_bench::{self, MallocSelection, MallocWorkload};
+use crate::options::{parse_duration, parse_tolerance, parse_trials};
 use crate::replay;
 use crate::report::{self, table, Outputs};
 use crate::results::Results;
@@ -67,11 +68,11 @@ struct BenchArgs {
     /// Seed of every random sequence.
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Trials per case and allocator (default 3; 1 with --quick; 7 with --full).
+    /// Trials per case and allocator, at most 1000 (default 3; 1 with --quick; 7 with --full).
     #[arg(long, value_parser = parse_trials)]
     trials: Option<usize>,
-    /// Timed length of a time-boxed trial, e.g. `80ms`, `0.2s` (a bare number is ms; default
-    /// 80 ms, 5 ms with --quick, 200 ms with --full).
+    /// Timed length of a time-boxed trial, e.g. `80ms`, `0.2s` (a bare number is ms; at most
+    /// 60 s; default 80 ms, 5 ms with --quick, 200 ms with --full).
     #[arg(long, value_parser = parse_duration)]
     duration: Option<Duration>,
     /// Only the instruction counts under valgrind (same as `--filter instructions`, or
@@ -93,8 +94,8 @@ struct BenchArgs {
     /// (implies --instructions).
     #[arg(long, value_name = "BASELINE.json")]
     gate: Option<PathBuf>,
-    /// Allowed growth of an instruction count under --gate, in percent.
-    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, requires = "gate")]
+    /// Allowed growth of an instruction count under --gate, in percent (0 to 1000).
+    #[arg(long, value_name = "PERCENT", default_value_t = 1.0, requires = "gate", value_parser = parse_tolerance)]
     tolerance: f64,
     /// The trace corpus the `traces` workload replays (default: the workspace's `traces/`).
     #[arg(long, value_name = "DIR")]
@@ -280,9 +281,18 @@ fn rerender(args: &ReportArgs) -> Result<(), String> {
     publish(&results, &outputs)
 }
 
+/// Largest results file `report` and `--gate` read (128 MiB, about 450 000 records).
+pub const MAX_RESULTS_BYTES: u64 = 1 << 27;
+
 fn read_results(path: &Path) -> Result<Results, String> {
-    let text = std::fs::read_to_string(path)
+    let bytes = heapworks_trace::bounded::read(path, MAX_RESULTS_BYTES, "a results file")
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let text = String::from_utf8(bytes).map_err(|_| {
+        format!(
+            "{}: not a heapworks results file (not UTF-8)",
+            path.display()
+        )
+    })?;
     report::json::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
@@ -321,59 +331,9 @@ fn listing() -> String {
     text
 }
 
-/// `--trials`: a positive count.
-fn parse_trials(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(0) => Err("trials must be at least 1".to_string()),
-        Ok(n) => Ok(n),
-        Err(_) => Err(format!("`{text}` is not a number of trials")),
-    }
-}
-
-/// `--duration`: `250ms`, `0.5s`, `800us`, or a bare number of milliseconds; must be positive.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let text = text.trim();
-    let split = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
-    let (number, unit) = text.split_at(split);
-    let value: f64 = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a duration (e.g. 40ms, 0.2s)"))?;
-    let seconds = match unit.trim() {
-        "" | "ms" => value / 1e3,
-        "s" => value,
-        "us" | "µs" => value / 1e6,
-        other => return Err(format!("unknown unit `{other}` (use ms, s or us)")),
-    };
-    if seconds <= 0.0 || !seconds.is_finite() {
-        return Err("duration must be greater than zero".to_string());
-    }
-    Ok(Duration::from_secs_f64(seconds))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("40ms"), Ok(Duration::from_millis(40)));
-        assert_eq!(parse_duration("0.2s"), Ok(Duration::from_millis(200)));
-        assert_eq!(parse_duration("15"), Ok(Duration::from_millis(15)));
-        assert_eq!(parse_duration("500us"), Ok(Duration::from_micros(500)));
-        assert!(parse_duration("0").is_err());
-        assert!(parse_duration("0ms").is_err());
-        assert!(parse_duration("fast").is_err());
-        assert!(parse_duration("3h").is_err());
-    }
-
-    #[test]
-    fn trials() {
-        assert_eq!(parse_trials("3"), Ok(3));
-        assert!(parse_trials("0").is_err());
-        assert!(parse_trials("-1").is_err());
-    }
 
     #[test]
     fn command_line_is_consistent() {

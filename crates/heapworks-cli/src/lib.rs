@@ -5,6 +5,7 @@
 //! - [`workloads`]: one module per workload, each named for what it measures.
 //! - [`instructions`]: instruction counts per call under valgrind (the regression gate).
 //! - [`gate`]: the instruction-count regression gate against a baseline results file.
+//! - [`options`]: the numeric command-line options, parsed and bounded.
 //! - [`runner`]: plans cases, interleaves trials allocator by allocator, aggregates medians.
 //! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms.
 //! - [`replay`] and [`trace_commands`]: allocation traces of real programs (`heapworks trace`)
@@ -17,6 +18,7 @@ pub mod contenders;
 pub mod gate;
 pub mod instructions;
 pub mod malloc_bench;
+pub mod options;
 pub mod region;
 pub mod replay;
 pub mod report;

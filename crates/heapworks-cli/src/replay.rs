@@ -27,14 +27,18 @@ use heapworks_trace::Trace;
 
 use crate::contenders::{self, AllocatorId, Arena, RawHeap, SetupError, UseAllocator};
 use crate::instructions::MeasuredArena;
+use crate::options::parse_size;
 use crate::region::Region;
 use crate::results::{Cell, Outcome, Summary};
 use crate::workloads::{mib, Better, Failure, MetricSpec, WorkloadId};
 
 /// Heap each arena gets by default: this many times the trace's peak live bytes …
 pub const HEAP_FACTOR: u64 = 4;
-/// … and at least this much.
+/// … and at least this much …
 pub const MIN_HEAP: usize = mib(8);
+/// … and at most this much: a trace that needs more replays with `--heap`, or its arenas run
+/// out of memory (each cell says so); the whole heap is touched before a replay.
+pub const MAX_DEFAULT_HEAP: usize = mib(1024);
 
 /// Total time of the allocator calls of a range.
 pub const INTERVAL: MetricSpec = MetricSpec::primary("interval time", "ms", Better::Lower);
@@ -52,12 +56,12 @@ pub const UTILIZATION: MetricSpec = MetricSpec::primary("utilization", "%", Bett
 /// The metrics the report plots for traces (the others are in its tables).
 pub const PLOTTED: [&MetricSpec; 3] = [&INTERVAL, &AVERAGE, &UTILIZATION];
 
-/// The default heap for `trace`: [`HEAP_FACTOR`] × its peak live bytes, at least
-/// [`MIN_HEAP`], in whole MiB.
+/// The default heap for `trace`: [`HEAP_FACTOR`] × its peak live bytes, from [`MIN_HEAP`] to
+/// [`MAX_DEFAULT_HEAP`], in whole MiB.
 pub fn default_heap_len(trace: &Trace) -> usize {
     let peak = usize::try_from(trace.stats().peak_live_bytes).unwrap_or(usize::MAX);
     peak.saturating_mul(HEAP_FACTOR as usize)
-        .max(MIN_HEAP)
+        .clamp(MIN_HEAP, MAX_DEFAULT_HEAP)
         .next_multiple_of(mib(1))
 }
 
@@ -252,7 +256,7 @@ pub struct ProbeArgs {
     #[arg(long)]
     allocator: String,
     /// Bytes of heap.
-    #[arg(long)]
+    #[arg(long, value_parser = parse_size)]
     heap: usize,
     /// The trace.
     trace: PathBuf,

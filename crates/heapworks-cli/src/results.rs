@@ -3,6 +3,8 @@
 //! [`Record`]s (`{"workload","case","allocator","metric","value","unit", …}`), the environment
 //! as records of workload `environment`, so that a results file alone can re-render a report.
 
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,6 +16,10 @@ use crate::workloads::{Better, Config, MetricSpec};
 
 /// Workload name of the records that describe the environment.
 pub const ENVIRONMENT: &str = "environment";
+
+/// Most allocators (table columns) a results file may name: every row of the report has a
+/// column for each, so a hostile file with a column per cell would make the report quadratic.
+pub const MAX_ALLOCATORS: usize = 64;
 
 /// [`Environment::scale`] of a `heapworks replay` run: one replay per cell, no time box.
 pub const REPLAY_SCALE: &str = "replay";
@@ -215,40 +221,38 @@ pub struct Results {
 impl Results {
     /// Allocator names in column order (first appearance).
     pub fn allocators(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .environment
-            .versions
-            .iter()
-            .map(|(n, _)| n.clone())
-            .collect();
-        for cell in &self.cells {
-            if !names.contains(&cell.allocator) {
-                names.push(cell.allocator.clone());
-            }
-        }
-        names.retain(|name| self.cells.iter().any(|c| &c.allocator == name));
-        names
+        let present: HashSet<&str> = self.cells.iter().map(|c| c.allocator.as_str()).collect();
+        let listed = self.environment.versions.iter().map(|(name, _)| name);
+        let measured = self.cells.iter().map(|cell| &cell.allocator);
+        first_appearances(
+            listed
+                .chain(measured)
+                .filter(|name| present.contains(name.as_str())),
+        )
     }
 
     /// Workload names in run order.
     pub fn workloads(&self) -> Vec<String> {
-        let mut names: Vec<String> = Vec::new();
-        for cell in &self.cells {
-            if !names.contains(&cell.workload) {
-                names.push(cell.workload.clone());
-            }
-        }
-        names
+        first_appearances(self.cells.iter().map(|cell| &cell.workload))
     }
 
     /// The rows of the report: distinct (workload, case, metric) in run order, each with its
-    /// cells.
+    /// cells. Linear in the cells (one hash look-up each).
     pub fn rows(&self) -> Vec<Row<'_>> {
         let mut rows: Vec<Row<'_>> = Vec::new();
+        let mut row_of: HashMap<(&str, &str, &str), usize> = HashMap::new();
         for cell in &self.cells {
-            match rows.iter_mut().find(|row| row.matches(cell)) {
-                Some(row) => row.cells.push(cell),
-                None => rows.push(Row { cells: vec![cell] }),
+            let key = (
+                cell.workload.as_str(),
+                cell.case.as_str(),
+                cell.metric.as_str(),
+            );
+            match row_of.entry(key) {
+                Entry::Occupied(row) => rows[*row.get()].cells.push(cell),
+                Entry::Vacant(slot) => {
+                    slot.insert(rows.len());
+                    rows.push(Row { cells: vec![cell] });
+                }
             }
         }
         rows
@@ -266,6 +270,15 @@ impl Results {
     }
 }
 
+/// `names` without repeats, each where it first appears.
+fn first_appearances<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
+    let mut seen = HashSet::new();
+    names
+        .filter(|name| seen.insert(name.as_str()))
+        .cloned()
+        .collect()
+}
+
 /// The cells of one (workload, case, metric).
 #[derive(Debug, Clone)]
 pub struct Row<'a> {
@@ -274,11 +287,6 @@ pub struct Row<'a> {
 }
 
 impl<'a> Row<'a> {
-    fn matches(&self, cell: &Cell) -> bool {
-        let first = self.first();
-        first.workload == cell.workload && first.case == cell.case && first.metric == cell.metric
-    }
-
     /// The row's first cell, which carries workload, case, metric, unit and direction.
     pub fn first(&self) -> &'a Cell {
         self.cells[0]
@@ -393,6 +401,13 @@ impl Results {
             .collect::<Result<Vec<_>, _>>()?;
         if cells.is_empty() {
             return Err(FormatError("the file holds no measurements".into()));
+        }
+        let allocators: HashSet<&str> = cells.iter().map(|c| c.allocator.as_str()).collect();
+        if allocators.len() > MAX_ALLOCATORS {
+            return Err(FormatError(format!(
+                "the file names {} allocators; a report has at most {MAX_ALLOCATORS} columns",
+                allocators.len()
+            )));
         }
         Ok(Self {
             environment: parse_environment(&environment),

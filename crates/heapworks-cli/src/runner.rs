@@ -24,7 +24,8 @@ pub struct Selection {
     pub allocators: Vec<AllocatorId>,
 }
 
-/// A `--filter` named something that is neither a workload nor an allocator.
+/// A `--filter` named something that is neither a workload nor an allocator (an empty name
+/// when the filter, or a comma-separated part of it, names nothing).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownName(pub String);
 
@@ -34,11 +35,20 @@ impl fmt::Display for UnknownName {
         let allocators: Vec<&str> = AllocatorId::ALL.iter().map(|a| a.name()).collect();
         write!(
             f,
-            "unknown workload or allocator `{}`\n  workloads: {}\n  allocators: {}",
-            self.0,
+            "{}\n  workloads: {}\n  allocators: {}",
+            unknown_term_message(&self.0, "workload or allocator"),
             workloads.join(", "),
             allocators.join(", ")
         )
+    }
+}
+
+/// The first line of a `--filter` error: what the term is, or that it is empty.
+pub fn unknown_term_message(term: &str, kinds: &str) -> String {
+    if term.is_empty() {
+        format!("--filter has an empty name: give {kinds} names, comma separated")
+    } else {
+        format!("unknown {kinds} `{term}`")
     }
 }
 
@@ -51,7 +61,8 @@ impl Selection {
     pub fn from_filter(terms: &[String]) -> Result<Self, UnknownName> {
         let mut workloads = Vec::new();
         let mut allocators = Vec::new();
-        for term in filter_terms(terms) {
+        let names = filter_terms(terms).ok_or_else(|| UnknownName(String::new()))?;
+        for term in names {
             if let Some(workload) = WorkloadId::from_name(term) {
                 workloads.push(workload);
             } else if let Some(allocator) = AllocatorId::from_name(term) {
@@ -81,13 +92,15 @@ impl Selection {
     }
 }
 
-/// The names of `--filter` arguments: commas separate several in one argument.
-pub fn filter_terms(terms: &[String]) -> impl Iterator<Item = &str> {
-    terms
+/// The names of `--filter` arguments: commas separate several in one argument; `None` when a
+/// name is empty (`--filter ""`, `--filter a,,b`), which is refused.
+pub fn filter_terms(terms: &[String]) -> Option<Vec<&str>> {
+    let names: Vec<&str> = terms
         .iter()
         .flat_map(|t| t.split(','))
         .map(str::trim)
-        .filter(|t| !t.is_empty())
+        .collect();
+    (!names.contains(&"")).then_some(names)
 }
 
 /// `picked` deduplicated in the order of `order`, or `default` when nothing was picked.
@@ -105,6 +118,11 @@ pub fn in_canonical_order<T: Copy + PartialEq>(
         .filter(|item| picked.contains(item))
         .collect()
 }
+
+/// Why a selection that runs no trial is refused.
+const NOTHING_TO_RUN: &str = "the selection runs nothing: none of the selected allocators takes \
+     part in the selected workloads (the system allocator runs no arena-only workload; see \
+     `heapworks list`)";
 
 /// Number of (trial, allocator) runs of `cases`, for the progress bar.
 pub fn trial_count(cases: &[Case], allocators: &[AllocatorId], config: &Config) -> u64 {
@@ -125,22 +143,26 @@ pub fn progress_bar(total: u64) -> ProgressBar {
     bar
 }
 
-/// Runs the timed workloads of `selection` and returns every cell.
+/// Runs the timed workloads of `selection` and returns every cell; an error, before any
+/// trial, when a workload cannot run at all or the selection runs nothing.
 pub fn run_timed(
     config: &Config,
     selection: &Selection,
     progress: &ProgressBar,
-) -> Result<Vec<Cell>, RegionError> {
-    let cases: Vec<Case> = selection
-        .timed_workloads()
-        .iter()
-        .flat_map(|w| w.cases(config))
-        .collect();
-    progress.inc_length(trial_count(&cases, &selection.allocators, config));
+) -> Result<Vec<Cell>, String> {
+    let mut cases: Vec<Case> = Vec::new();
+    for workload in selection.timed_workloads() {
+        cases.extend(workload.cases(config)?);
+    }
+    let trials = trial_count(&cases, &selection.allocators, config);
+    if trials == 0 && !selection.wants_instructions() {
+        return Err(NOTHING_TO_RUN.to_string());
+    }
+    progress.inc_length(trials);
     let mut region: Option<Region> = None;
     let mut cells = Vec::new();
     for case in &cases {
-        let region = prepare_region(&mut region, case.heap_len)?;
+        let region = prepare_region(&mut region, case.heap_len).map_err(|e| e.to_string())?;
         cells.extend(run_case(
             case,
             config,
@@ -239,7 +261,7 @@ pub fn run(
     selection: &Selection,
     progress: &ProgressBar,
 ) -> Result<Results, String> {
-    let mut cells = run_timed(config, selection, progress).map_err(|e| e.to_string())?;
+    let mut cells = run_timed(config, selection, progress)?;
     if selection.wants_instructions() {
         let counted = instructions::run(config, &selection.allocators, progress);
         cells.extend(counted.map_err(|e| e.to_string())?);

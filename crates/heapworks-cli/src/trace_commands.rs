@@ -1,8 +1,9 @@
 //! `heapworks trace` (capture a program's allocation trace under the `heapworks-capture` shim)
 //! and `heapworks replay` (replay traces on the contenders, report as `heapworks bench` does).
 //!
-//! `replay` reads every trace before it replays any, so a truncated or corrupt file stops the
-//! run at once with its path and byte offset (or line). Each trace replays on each allocator
+//! `replay` reads and validates every trace before it replays any, so a truncated or corrupt
+//! file, or a request no allocator could be asked for (a size past `isize::MAX`), stops the
+//! run at once with its path and byte offset, line or request. Each trace replays on each allocator
 //! once, in a fresh heap; out-of-memory and `--check` failures fail their cells and the run
 //! carries on (a `--check` failure still ends with a non-zero exit).
 
@@ -11,13 +12,14 @@ use std::path::PathBuf;
 
 use clap::Args;
 use heapworks_trace::capture::{self, CaptureOptions, CaptureSummary};
-use heapworks_trace::replay::OpRange;
+use heapworks_trace::replay::{validate, OpRange, ReplayOptions};
 use heapworks_trace::Trace;
 use indicatif::ProgressBar;
 
 use crate::cli::{announce, OutputArgs};
 use crate::contenders::AllocatorId;
 use crate::instructions::{self, ProbeJob};
+use crate::options::{parse_max_ops, parse_size};
 use crate::region::Region;
 use crate::replay::{self, ReplaySpec};
 use crate::report::table;
@@ -35,8 +37,8 @@ pub struct TraceArgs {
     /// Keep only the processes of this executable (e.g. `cc1` of a `gcc` run).
     #[arg(long, value_name = "NAME")]
     process: Option<String>,
-    /// Keep only the first N requests of each process.
-    #[arg(long, value_name = "N")]
+    /// Keep only the first N requests of each process (at most 16777216).
+    #[arg(long, value_name = "N", value_parser = parse_max_ops)]
     max_ops: Option<usize>,
     /// The command to trace, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
@@ -108,8 +110,8 @@ pub struct ReplayArgs {
     /// Also count instructions per call under valgrind (callgrind).
     #[arg(long)]
     instructions: bool,
-    /// Bytes of heap each arena gets, e.g. `64M`, `1G` (default: 4 × the trace's peak live
-    /// bytes, at least 8 MiB).
+    /// Bytes of heap each arena gets, e.g. `64M`, `1G`, at most the machine's memory (default:
+    /// 4 × the trace's peak live bytes, at least 8 MiB and at most 1 GiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     heap: Option<usize>,
     #[command(flatten)]
@@ -133,6 +135,14 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         instructions::check_valgrind().map_err(|e| e.to_string())?;
     }
     let traces = read_traces(&args.traces)?;
+    let options = ReplayOptions {
+        ranges: &ranges,
+        check: args.check,
+        ..ReplayOptions::default()
+    };
+    for (path, trace) in &traces {
+        validate(trace, &options).map_err(|e| format!("cannot replay {}: {e}", path.display()))?;
+    }
     let progress = runner::progress_bar((traces.len() * allocators.len()) as u64);
     let run = Run {
         ranges: &ranges,
@@ -284,39 +294,9 @@ impl Run<'_> {
     }
 }
 
-/// `--heap`: bytes, with an optional `K`, `M` or `G` suffix (powers of 1024).
-pub fn parse_size(text: &str) -> Result<usize, String> {
-    let text = text.trim();
-    let (number, shift) = match text.char_indices().last() {
-        Some((at, 'k' | 'K')) => (&text[..at], 10),
-        Some((at, 'm' | 'M')) => (&text[..at], 20),
-        Some((at, 'g' | 'G')) => (&text[..at], 30),
-        _ => (text, 0),
-    };
-    let value: usize = number
-        .parse()
-        .map_err(|_| format!("`{text}` is not a size (e.g. 64M, 1G, 1048576)"))?;
-    match value.checked_mul(1 << shift) {
-        Some(0) => Err("the heap must not be empty".to_string()),
-        Some(bytes) => Ok(bytes),
-        None => Err(format!("`{text}` is too large")),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn sizes() {
-        assert_eq!(parse_size("64M"), Ok(64 << 20));
-        assert_eq!(parse_size("1g"), Ok(1 << 30));
-        assert_eq!(parse_size("4096"), Ok(4096));
-        assert_eq!(parse_size("8K"), Ok(8192));
-        assert!(parse_size("0").is_err());
-        assert!(parse_size("lots").is_err());
-        assert!(parse_size("M").is_err());
-    }
 
     #[test]
     fn allocator_names() {

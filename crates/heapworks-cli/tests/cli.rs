@@ -687,3 +687,295 @@ fn malloc_bench_refuses_bad_options_before_running() {
     let gated = heapworks(&["bench", "--malloc", "--gate", json]);
     assert_refused(&gated, "cannot be used with", &dir);
 }
+
+/// Runs the binary under an address-space limit (`ulimit -v`, in KiB): an allocation that
+/// grows with a hostile input, not with what the input holds, fails the run at once.
+fn heapworks_limited(limit_kib: u64, args: &[&str]) -> Output {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("ulimit -v {limit_kib} && exec \"$0\" \"$@\""))
+        .arg(env!("CARGO_BIN_EXE_heapworks"))
+        .args(args)
+        .output()
+        .expect("sh runs")
+}
+
+/// 1 GB of address space: ample for a replay of a few blocks, far from what a table indexed
+/// by the largest id (2 GB and more) needs.
+const ADDRESS_SPACE_KIB: u64 = 1_000_000;
+
+/// A trace of `ids` blocks named by ids spread up to the largest one, each allocated and freed.
+fn sparse_id_trace(ids: u32) -> heapworks_trace::Trace {
+    use heapworks_trace::model::{Op, OpKind, MAX_ID};
+    let mut trace = heapworks_trace::Trace::new();
+    for index in 0..ids {
+        let id = MAX_ID - index * (MAX_ID / ids);
+        for kind in [OpKind::Malloc { size: 24 }, OpKind::Free] {
+            trace
+                .push(Op {
+                    thread: 0,
+                    id,
+                    kind,
+                })
+                .unwrap();
+        }
+    }
+    trace
+}
+
+#[test]
+fn replay_memory_follows_the_live_ids_not_the_largest_id() {
+    let dir = scratch("sparse-ids");
+    let script = dir.join("largest-id.script");
+    std::fs::write(&script, "a 67108863 16\nf 67108863\n").unwrap();
+    let binary = dir.join("sparse.hwt");
+    heapworks_trace::write_trace(&binary, &sparse_id_trace(1000)).unwrap();
+    for trace in [&script, &binary] {
+        let output = heapworks_limited(
+            ADDRESS_SPACE_KIB,
+            &[
+                "replay",
+                trace.to_str().unwrap(),
+                "--alloc",
+                "heapworks,system",
+                "--no-html",
+            ],
+        );
+        assert!(
+            output.status.success(),
+            "{}: {}",
+            trace.display(),
+            text(&output.stderr)
+        );
+        assert!(text(&output.stdout).contains("utilization"));
+    }
+}
+
+#[test]
+fn replay_of_an_endless_file_is_refused_within_bounded_memory() {
+    let dir = scratch("endless");
+    let output = heapworks_limited(
+        ADDRESS_SPACE_KIB,
+        &[
+            "replay",
+            "/dev/zero",
+            "--out",
+            dir.join("h").to_str().unwrap(),
+        ],
+    );
+    assert_refused(&output, "/dev/zero: larger than the 268435456 bytes", &dir);
+}
+
+#[test]
+fn a_trace_with_a_size_no_allocator_can_be_asked_for_stops_bench_with_the_reason() {
+    let dir = scratch("unservable-size");
+    let corpus = dir.join("corpus");
+    std::fs::create_dir(&corpus).unwrap();
+    std::fs::write(
+        corpus.join("huge.script"),
+        "a 1 18446744073709551615\nf 1\n",
+    )
+    .unwrap();
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--filter",
+        "traces,heapworks",
+        "--traces",
+        corpus.to_str().unwrap(),
+        "--no-html",
+    ]);
+    assert!(!output.status.success(), "{}", text(&output.stdout));
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("huge.script")
+            && stderr.contains("18446744073709551615 bytes")
+            && stderr.contains("cannot be asked of a GlobalAlloc"),
+        "{stderr}"
+    );
+    assert!(output.stdout.is_empty(), "no table on failure");
+}
+
+#[test]
+fn a_missing_or_empty_trace_corpus_is_an_error_with_the_reason() {
+    let dir = scratch("missing-corpus");
+    let empty = dir.join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let missing = dir.join("missing");
+    for (corpus, reason) in [
+        (&missing, "No such file or directory"),
+        (&empty, "no trace file"),
+    ] {
+        let output = heapworks(&[
+            "bench",
+            "--quick",
+            "--filter",
+            "traces,heapworks",
+            "--traces",
+            corpus.to_str().unwrap(),
+            "--no-html",
+        ]);
+        assert!(!output.status.success(), "{}", text(&output.stdout));
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("trace corpus") && stderr.contains(reason),
+            "{stderr}"
+        );
+        assert!(output.stdout.is_empty(), "no table on failure");
+    }
+}
+
+#[test]
+fn an_empty_filter_is_refused_with_the_names_that_exist() {
+    let dir = scratch("empty-filter");
+    let out = dir.join("h");
+    for filter in ["", ",", "latency,,talc", " "] {
+        let output = heapworks(&[
+            "bench",
+            "--quick",
+            "--filter",
+            filter,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
+        assert_refused(&output, "--filter has an empty name", &dir);
+        assert!(text(&output.stderr).contains("random_actions"));
+        let output = heapworks(&["bench", "--malloc", "--quick", "--filter", filter]);
+        assert!(!output.status.success());
+        let stderr = text(&output.stderr);
+        assert!(
+            stderr.contains("--filter has an empty name") && stderr.contains("malloc_threads"),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
+fn a_filter_that_runs_nothing_is_refused() {
+    let dir = scratch("filter-runs-nothing");
+    let output = heapworks(&[
+        "bench",
+        "--quick",
+        "--filter",
+        "heap_exhaustion,system",
+        "--out",
+        dir.join("h").to_str().unwrap(),
+    ]);
+    assert_refused(&output, "the selection runs nothing", &dir);
+}
+
+#[test]
+fn numeric_options_past_their_bounds_are_refused() {
+    let dir = scratch("unbounded-numbers");
+    let trace = corpus("sort.hwt");
+    let trace = trace.to_str().unwrap();
+    let refusals: [(&[&str], &str); 7] = [
+        (&["bench", "--trials", "4294967296"], "at most 1000 trials"),
+        (&["bench", "--trials", "1001"], "at most 1000 trials"),
+        (
+            &["bench", "--duration", "18446744073709551615"],
+            "a duration is from 1 us to 60 s",
+        ),
+        (
+            &["bench", "--duration", "61s"],
+            "a duration is from 1 us to 60 s",
+        ),
+        (
+            &["bench", "--gate", "baseline.json", "--tolerance", "NaN"],
+            "a tolerance is from 0 to 1000 percent",
+        ),
+        (
+            &["replay", trace, "--heap", "18446744073709551615"],
+            "more than this machine's",
+        ),
+        (
+            &["trace", "--max-ops", "0", "-o", "t.hwt", "--", "true"],
+            "keep at least 1 request",
+        ),
+    ];
+    for (args, needle) in refusals {
+        let output = heapworks(args);
+        assert_refused(&output, needle, &dir);
+    }
+}
+
+#[test]
+fn report_refuses_more_allocators_than_a_table_has_columns() {
+    let dir = scratch("report-columns");
+    let records: Vec<String> = (0..65)
+        .map(|index| {
+            format!(
+                r#"{{"workload":"latency","case":"c","allocator":"a{index}","metric":"m","value":1.0,"unit":"ns","better":"lower","primary":true,"min":1.0,"max":1.0,"spread_pct":0.0,"trials":1,"status":"ok"}}"#
+            )
+        })
+        .collect();
+    let results = dir.join("wide.json");
+    std::fs::write(&results, format!("[{}]", records.join(","))).unwrap();
+    let out = dir.join("h");
+    let output = heapworks(&[
+        "report",
+        results.to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!output.status.success(), "{}", text(&output.stdout));
+    assert!(
+        text(&output.stderr).contains("at most 64 columns"),
+        "{}",
+        text(&output.stderr)
+    );
+    assert!(!out.exists());
+}
+
+#[test]
+fn report_refuses_an_oversized_results_file_before_reading_it() {
+    let dir = scratch("report-oversized");
+    let results = dir.join("huge.json");
+    let file = std::fs::File::create(&results).unwrap();
+    // Sparse: no disk space, and a reader that checked the size reads none of it.
+    file.set_len(heapworks_cli::cli::MAX_RESULTS_BYTES + 1)
+        .unwrap();
+    let out = dir.join("h");
+    let output = heapworks_limited(
+        ADDRESS_SPACE_KIB / 4,
+        &[
+            "report",
+            results.to_str().unwrap(),
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(!output.status.success());
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("larger than the 134217728 bytes"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn failed_cells_say_why_under_the_table() {
+    let output = heapworks(&[
+        "replay",
+        corpus("sort.hwt").to_str().unwrap(),
+        "--alloc",
+        "heapworks,system",
+        "--heap",
+        "4M",
+        "--no-html",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    let reasons: Vec<&str> = table
+        .lines()
+        .skip_while(|line| !line.starts_with("failed cells (2):"))
+        .skip(1)
+        .collect();
+    assert_eq!(reasons.len(), 2, "the timed range and the trace: {table}");
+    for reason in reasons {
+        assert!(
+            reason.contains("sort.hwt") && reason.contains("heapworks: out of memory at request"),
+            "{table}"
+        );
+    }
+}

@@ -22,10 +22,11 @@
 //! streams together are `0..ops` each once, every stream is consumed to its last byte, and
 //! the checksum matches. Any other input — truncated, bit-flipped, padded — is a
 //! [`FormatError`] naming a byte offset; decoding never panics and never allocates more than
-//! the input's length justifies.
+//! the input's length justifies, nor for more than [`MAX_OPS`] operations and [`MAX_NOTES`]
+//! notes.
 
 use crate::error::FormatError;
-use crate::model::{check_align, check_id, Op, OpKind, Trace, MAX_THREADS};
+use crate::model::{check_align, check_id, Op, OpKind, Trace, MAX_NOTES, MAX_OPS, MAX_THREADS};
 use crate::varint::{self, Cursor};
 
 /// First bytes of a binary trace.
@@ -65,8 +66,8 @@ pub fn encode(trace: &Trace) -> Vec<u8> {
         varint::put(&mut out, stream.len() as u64);
         out.extend_from_slice(&stream);
     }
-    let checksum = fnv1a(&out);
-    out.extend_from_slice(&checksum.to_le_bytes());
+    let sum = checksum(&out);
+    out.extend_from_slice(&sum.to_le_bytes());
     out
 }
 
@@ -149,7 +150,8 @@ fn read_magic(cursor: &mut Cursor) -> Result<(), FormatError> {
 }
 
 fn read_notes(cursor: &mut Cursor) -> Result<Vec<String>, FormatError> {
-    let count = cursor.varint_at_most(cursor.remaining() as u64, "note count")?;
+    let most_notes = cursor.remaining().min(MAX_NOTES) as u64;
+    let count = cursor.varint_at_most(most_notes, "note count")?;
     (0..count).map(|_| read_note(cursor)).collect()
 }
 
@@ -172,7 +174,7 @@ fn read_note(cursor: &mut Cursor) -> Result<String, FormatError> {
 type Slots = Vec<Option<(Op, usize)>>;
 
 fn read_streams(cursor: &mut Cursor) -> Result<Slots, FormatError> {
-    let most_ops = (cursor.remaining() / MIN_OP_BYTES) as u64;
+    let most_ops = (cursor.remaining() / MIN_OP_BYTES).min(MAX_OPS) as u64;
     let op_count = cursor.varint_at_most(most_ops, "operation count")? as usize;
     let most_streams = op_count.min(MAX_THREADS) as u64;
     let stream_count = cursor.varint_at_most(most_streams, "stream count")?;
@@ -287,7 +289,7 @@ fn read_memalign(stream: &mut Cursor) -> Result<OpKind, FormatError> {
 
 fn read_checksum(cursor: &mut Cursor) -> Result<(), FormatError> {
     let offset = cursor.offset();
-    let computed = fnv1a(cursor.consumed());
+    let computed = checksum(cursor.consumed());
     let stored = cursor.u64_le("checksum")?;
     if stored != computed {
         return Err(FormatError::at_byte(
@@ -298,8 +300,9 @@ fn read_checksum(cursor: &mut Cursor) -> Result<(), FormatError> {
     Ok(())
 }
 
-/// FNV-1a, 64 bits: any single changed byte changes the result.
-fn fnv1a(bytes: &[u8]) -> u64 {
+/// The checksum a trace ends with: FNV-1a, 64 bits, of every byte before it (any single
+/// changed byte changes it).
+pub fn checksum(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, &byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0000_0100_0000_01b3)
     })

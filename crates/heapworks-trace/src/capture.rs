@@ -19,7 +19,7 @@
 use crate::error::FormatError;
 use crate::ingest::{ingest, IngestStats};
 use crate::model::{Trace, TraceStats};
-use crate::{raw, write_trace, TraceIoError};
+use crate::{bounded, raw, write_trace, TraceIoError};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -343,10 +343,13 @@ fn read_raw_file(
     path: &Path,
     max_ops: Option<usize>,
 ) -> Result<(u64, ProcessCapture), CaptureError> {
-    let bytes = std::fs::read(path).map_err(|source| CaptureError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let bytes =
+        bounded::read(path, raw::MAX_RAW_BYTES, "a raw capture file").map_err(|source| {
+            CaptureError::Io {
+                path: path.to_owned(),
+                source,
+            }
+        })?;
     let raw_error = |source| CaptureError::Raw {
         path: path.to_owned(),
         source,

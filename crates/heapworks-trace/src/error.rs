@@ -75,6 +75,11 @@ pub enum TraceIoError {
         /// What is wrong, and where.
         source: FormatError,
     },
+    /// A directory read as a corpus holds no trace file.
+    NoTraces {
+        /// The directory.
+        dir: std::path::PathBuf,
+    },
 }
 
 impl fmt::Display for TraceIoError {
@@ -82,6 +87,11 @@ impl fmt::Display for TraceIoError {
         match self {
             TraceIoError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             TraceIoError::Format { path, source } => write!(f, "{}: {source}", path.display()),
+            TraceIoError::NoTraces { dir } => write!(
+                f,
+                "{}: no trace file (.hwt, .script, .txt or .rep) in the directory",
+                dir.display()
+            ),
         }
     }
 }
@@ -91,6 +101,7 @@ impl std::error::Error for TraceIoError {
         match self {
             TraceIoError::Io { source, .. } => Some(source),
             TraceIoError::Format { source, .. } => Some(source),
+            TraceIoError::NoTraces { .. } => None,
         }
     }
 }

@@ -14,10 +14,13 @@
 //!   utilization, and with `check` verifying every block.
 //! - [`generate`]: seed 003's synthetic scripts (insert-delete, realloc-free).
 //!
-//! Invariant of the whole crate: malformed input of any kind is an error value naming where
-//! it is wrong, never a panic.
+//! Invariants of the whole crate: malformed input of any kind is an error value naming where
+//! it is wrong, never a panic; no input makes a reader or a replay use memory out of
+//! proportion to it (files are read up to [`MAX_TRACE_BYTES`], traces hold at most
+//! [`model::MAX_OPS`] requests, and replay tables hold one slot per id live at once).
 
 pub mod binary;
+pub mod bounded;
 pub mod capture;
 mod error;
 pub mod generate;
@@ -25,6 +28,7 @@ mod ingest;
 pub mod model;
 mod raw;
 pub mod replay;
+mod slots;
 pub mod text;
 mod varint;
 
@@ -70,12 +74,17 @@ pub fn encode(trace: &Trace, format: Format) -> Vec<u8> {
     }
 }
 
-/// Reads a trace file in either format.
+/// Largest trace file [`read_trace`] reads (256 MiB): a longer file, or a stream that never
+/// ends such as `/dev/zero`, is an error once this many bytes were read.
+pub const MAX_TRACE_BYTES: u64 = 1 << 28;
+
+/// Reads a trace file in either format (at most [`MAX_TRACE_BYTES`]).
 pub fn read_trace(path: &Path) -> Result<Trace, TraceIoError> {
-    let bytes = std::fs::read(path).map_err(|source| TraceIoError::Io {
-        path: path.to_owned(),
-        source,
-    })?;
+    let bytes =
+        bounded::read(path, MAX_TRACE_BYTES, "a trace").map_err(|source| TraceIoError::Io {
+            path: path.to_owned(),
+            source,
+        })?;
     decode(&bytes).map_err(|source| TraceIoError::Format {
         path: path.to_owned(),
         source,
@@ -92,7 +101,8 @@ pub fn write_trace(path: &Path, trace: &Trace) -> Result<(), TraceIoError> {
 }
 
 /// Reads every trace in `dir` (files ending in `.hwt`, `.script`, `.txt` or `.rep`), sorted by
-/// file name: the corpus in `traces/` for a benchmark or a test over every allocator.
+/// file name: the corpus in `traces/` for a benchmark or a test over every allocator. A
+/// directory that holds no trace is an error ([`TraceIoError::NoTraces`]).
 pub fn read_traces_in(dir: &Path) -> Result<Vec<(std::path::PathBuf, Trace)>, TraceIoError> {
     let io_error = |source| TraceIoError::Io {
         path: dir.to_owned(),
@@ -105,6 +115,11 @@ pub fn read_traces_in(dir: &Path) -> Result<Vec<(std::path::PathBuf, Trace)>, Tr
         if matches!(extension, Some("hwt" | "script" | "txt" | "rep")) {
             paths.push(path);
         }
+    }
+    if paths.is_empty() {
+        return Err(TraceIoError::NoTraces {
+            dir: dir.to_owned(),
+        });
     }
     paths.sort();
     paths

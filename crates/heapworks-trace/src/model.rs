@@ -4,9 +4,11 @@
 //! Invariants, held by every [`Trace`] because [`Trace::push`] checks them:
 //! - Operations are in one global order: an operation's index is its sequence number. Each
 //!   thread's stream is the subsequence of its operations; cross-thread order is the global one.
-//! - Ids are at most [`MAX_ID`] (replay tables are indexed by id), alignments are powers of two
-//!   up to [`MAX_ALIGN`], and a trace has at most [`MAX_THREADS`] distinct threads (replay runs
-//!   one OS thread per stream).
+//! - Ids are at most [`MAX_ID`], alignments are powers of two up to [`MAX_ALIGN`], a trace has
+//!   at most [`MAX_THREADS`] distinct threads (replay runs one OS thread per stream) and at
+//!   most [`MAX_OPS`] requests (so a hostile file cannot make a reader or a replay eat all
+//!   memory: a replay's memory follows the requests and the ids live at once, never the
+//!   largest id). Readers also refuse more than [`MAX_NOTES`] notes.
 //! - Notes contain no line breaks.
 //!
 //! Ids behave like C pointer variables, as in seed 003's scripts: an id is *live* from the
@@ -15,6 +17,7 @@
 //! id that is still live overwrites it, and the old block leaks. [`Liveness`] applies exactly
 //! these rules, for statistics and for replay.
 
+use crate::slots::IdSlots;
 use std::fmt;
 
 /// Largest id a trace may use.
@@ -23,6 +26,10 @@ pub const MAX_ID: u32 = (1 << 26) - 1;
 pub const MAX_ALIGN: u64 = 1 << 32;
 /// Most distinct threads a trace may have.
 pub const MAX_THREADS: usize = 1024;
+/// Most requests a trace may have (16 Mi: a replay holds about 100 bytes per request).
+pub const MAX_OPS: usize = 1 << 24;
+/// Most notes a trace file may carry (each one line).
+pub const MAX_NOTES: usize = 1 << 16;
 
 /// One request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -87,6 +94,8 @@ pub enum InvalidOp {
     BadAlignment(u64),
     /// The operation's thread would be one more than [`MAX_THREADS`].
     TooManyThreads,
+    /// The operation would be one more than [`MAX_OPS`].
+    TooManyOps,
 }
 
 impl fmt::Display for InvalidOp {
@@ -102,6 +111,7 @@ impl fmt::Display for InvalidOp {
                 )
             }
             InvalidOp::TooManyThreads => write!(f, "more than {MAX_THREADS} threads"),
+            InvalidOp::TooManyOps => write!(f, "more than {MAX_OPS} requests"),
         }
     }
 }
@@ -142,6 +152,9 @@ impl Trace {
 
     /// Appends `op` as the last request.
     pub fn push(&mut self, op: Op) -> Result<(), InvalidOp> {
+        if self.ops.len() == MAX_OPS {
+            return Err(InvalidOp::TooManyOps);
+        }
         check_id(u64::from(op.id))?;
         if let OpKind::Memalign { align, .. } = op.kind {
             check_align(align)?;
@@ -290,8 +303,13 @@ pub enum Effect {
 }
 
 /// Tracks which ids are live and how many bytes they hold, request by request.
+///
+/// Memory follows the trace, never the largest id it names: compact ids index its table
+/// directly; sparse ones hold a dense slot while they are live, given back when freed.
+#[derive(Debug)]
 pub struct Liveness {
-    /// Each id's live block, `None` when not live.
+    slots: IdSlots,
+    /// Each slot's live block, `None` when its id is not live.
     blocks: Vec<Option<Block>>,
     /// Wide enough that no trace can overflow it (at most 2^64 requests of under 2^64 bytes).
     live_bytes: u128,
@@ -300,17 +318,23 @@ pub struct Liveness {
     applied: usize,
 }
 
+/// What a request did, and the slot its id held for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// What the request does to the blocks.
+    pub effect: Effect,
+    /// The id's slot: below [`Liveness::slots`], held by no other id while this one is live
+    /// (a request that leaves a sparse id not live may give the slot to a later id).
+    pub slot: usize,
+}
+
 impl Liveness {
-    /// Tracking for `trace`'s ids, all not live.
+    /// Tracking for `trace`'s ids, none of them live.
     pub fn new(trace: &Trace) -> Self {
-        let ids = trace
-            .ops
-            .iter()
-            .map(|op| op.id as usize + 1)
-            .max()
-            .unwrap_or(0);
+        let largest_id = trace.ops.iter().map(|op| op.id).max().unwrap_or(0);
         Self {
-            blocks: vec![None; ids],
+            slots: IdSlots::new(largest_id, trace.len()),
+            blocks: Vec::new(),
             live_bytes: 0,
             peak_bytes: 0,
             peak_index: None,
@@ -319,9 +343,12 @@ impl Liveness {
     }
 
     /// Applies the next request and tells what it does.
-    pub fn apply(&mut self, op: &Op) -> Effect {
-        let slot = &mut self.blocks[op.id as usize];
-        let old = *slot;
+    pub fn apply(&mut self, op: &Op) -> Applied {
+        let slot = self.slots.slot(op.id, op.kind.size().is_some());
+        if slot >= self.blocks.len() {
+            self.blocks.resize(slot + 1, None);
+        }
+        let old = self.blocks[slot];
         let effect = match (op.kind, old) {
             (OpKind::Free, None) => Effect::ReleaseNull,
             (OpKind::Free, Some(old)) => Effect::Release { old },
@@ -330,7 +357,7 @@ impl Liveness {
             (_, None) => Effect::Allocate,
             (_, Some(old)) => Effect::AllocateOverLive { old },
         };
-        *slot = op.kind.size().map(|size| Block {
+        let block = op.kind.size().map(|size| Block {
             size,
             align: match (op.kind, effect) {
                 (OpKind::Memalign { align, .. }, _) => align,
@@ -338,6 +365,7 @@ impl Liveness {
                 _ => 1,
             },
         });
+        self.blocks[slot] = block;
         let freed = match effect {
             Effect::Resize { old } | Effect::Release { old } => u128::from(old.size),
             _ => 0,
@@ -349,7 +377,12 @@ impl Liveness {
             self.peak_index = Some(self.applied);
         }
         self.applied += 1;
-        effect
+        Applied { effect, slot }
+    }
+
+    /// Slots handed out so far: the size of a table indexed by [`Applied::slot`].
+    pub fn slots(&self) -> usize {
+        self.slots.count()
     }
 
     /// Most bytes live so far.

@@ -7,6 +7,7 @@
 //! Invariant: [`parse`] never panics; a malformed file is a [`FormatError`] at a byte offset.
 
 use crate::error::FormatError;
+use crate::model::MAX_OPS;
 
 const MAGIC: [u8; 8] = *b"HWCAPRAW";
 const VERSION: u32 = 1;
@@ -17,6 +18,8 @@ const EXE_BYTES: usize = 1024;
 const REENTERED_OFFSET: usize = EXE_OFFSET + EXE_BYTES;
 const CMDLINE_OFFSET: usize = REENTERED_OFFSET + 8;
 const CMDLINE_BYTES: usize = HEADER_BYTES - CMDLINE_OFFSET;
+/// Largest raw file read: the header and a record for each of [`MAX_OPS`] requests (1 GiB).
+pub const MAX_RAW_BYTES: u64 = (HEADER_BYTES + RECORD_BYTES * MAX_OPS) as u64;
 
 /// The calls the shim records.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -19,10 +19,11 @@
 //! dropped. Line order is the global order of requests.
 //!
 //! Invariant: [`parse`] of [`write`]'s output gives back an equal [`Trace`]; every error
-//! names its 1-based line and quotes what was found there.
+//! names its 1-based line and quotes what was found there; a script is refused beyond the
+//! model's bounds (requests, threads, ids, and [`MAX_NOTES`] leading comment lines).
 
 use crate::error::FormatError;
-use crate::model::{check_align, check_id, Op, OpKind, Trace};
+use crate::model::{check_align, check_id, Op, OpKind, Trace, MAX_NOTES};
 use std::io::{self, Write};
 
 /// Parses a script given as bytes (it must be UTF-8).
@@ -59,6 +60,11 @@ impl Parser {
     fn line(&mut self, line: &str) -> Result<(), String> {
         if let Some(comment) = line.trim_start().strip_prefix('#') {
             if self.trace.is_empty() {
+                if self.trace.notes().len() == MAX_NOTES {
+                    return Err(format!(
+                        "more than {MAX_NOTES} comment lines before the first request"
+                    ));
+                }
                 self.trace
                     .add_note(comment.strip_prefix(' ').unwrap_or(comment));
             }

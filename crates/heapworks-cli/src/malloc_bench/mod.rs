@@ -35,7 +35,7 @@ use indicatif::ProgressBar;
 
 use crate::results::{Cell, Environment, Outcome, Results};
 use crate::rng::derive_seed;
-use crate::runner::{filter_terms, in_canonical_order, summarize};
+use crate::runner::{filter_terms, in_canonical_order, summarize, unknown_term_message};
 use crate::workloads::{Config, MetricSpec};
 use libraries::{CMalloc, Library, Lineup};
 use process::Programs;
@@ -128,7 +128,8 @@ impl MallocSelection {
     pub fn from_filter(terms: &[String]) -> Result<Self, String> {
         let mut workloads = Vec::new();
         let mut columns = Vec::new();
-        for term in filter_terms(terms) {
+        let names = filter_terms(terms).ok_or_else(|| unknown_term(""))?;
+        for term in names {
             if let Some(workload) = MallocWorkload::from_name(term) {
                 workloads.push(workload);
             } else if let Some(malloc) = CMalloc::from_name(term) {
@@ -148,7 +149,8 @@ fn unknown_term(term: &str) -> String {
     let workloads: Vec<&str> = MallocWorkload::ALL.iter().map(|w| w.name()).collect();
     let mallocs: Vec<&str> = CMalloc::ALL.iter().map(|m| m.name()).collect();
     format!(
-        "unknown --malloc workload or malloc `{term}`\n  workloads: {}\n  mallocs: {}",
+        "{}\n  workloads: {}\n  mallocs: {}",
+        unknown_term_message(term, "--malloc workload or malloc"),
         workloads.join(", "),
         mallocs.join(", ")
     )
@@ -226,7 +228,7 @@ pub fn run(
     let scratch = Scratch::create()?;
     let lineup = Lineup::find(&selection.columns, overrides).pinned(&scratch.0.join("libraries"));
     let programs = Programs::compile(&scratch.0)?;
-    let tasks = plan(config, &selection.workloads, &programs, &scratch.0);
+    let tasks = plan(config, &selection.workloads, &programs, &scratch.0)?;
     progress.inc_length(steps(&tasks, &lineup, config.trials));
     let cells = tasks
         .iter()
@@ -241,23 +243,30 @@ pub fn run(
     })
 }
 
-/// The tasks of `workloads`, in report order.
+/// The tasks of `workloads`, in report order; an error when the trace corpus cannot be read.
 fn plan(
     config: &Config,
     workloads: &[MallocWorkload],
     programs: &Programs,
     scratch: &Path,
-) -> Vec<Task> {
-    workloads
-        .iter()
-        .flat_map(|workload| match workload {
-            MallocWorkload::Instructions => vec![counts::task(&programs.driver, scratch)],
-            MallocWorkload::Sizes => vec![timed::sizes_task(config, &programs.driver, scratch)],
-            MallocWorkload::Threads => timed::threads_tasks(config, &programs.threads, scratch),
-            MallocWorkload::Programs => real::program_tasks(config, &programs.measure, scratch),
-            MallocWorkload::Traces => real::trace_tasks(config, programs, scratch),
-        })
-        .collect()
+) -> Result<Vec<Task>, String> {
+    let mut tasks = Vec::new();
+    for workload in workloads {
+        match workload {
+            MallocWorkload::Instructions => tasks.push(counts::task(&programs.driver, scratch)),
+            MallocWorkload::Sizes => {
+                tasks.push(timed::sizes_task(config, &programs.driver, scratch))
+            }
+            MallocWorkload::Threads => {
+                tasks.extend(timed::threads_tasks(config, &programs.threads, scratch))
+            }
+            MallocWorkload::Programs => {
+                tasks.extend(real::program_tasks(config, &programs.measure, scratch))
+            }
+            MallocWorkload::Traces => tasks.extend(real::trace_tasks(config, programs, scratch)?),
+        }
+    }
+    Ok(tasks)
 }
 
 /// Checks and trials of the whole run, for the progress bar.

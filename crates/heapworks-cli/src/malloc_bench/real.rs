@@ -332,18 +332,11 @@ fn sqlite(measure: &Measure, dir: &Path, rows: u64) -> Result<Program, String> {
 }
 
 /// The trace corpus of `config`, each trace converted to text in `dir` and replayed by
-/// the C replayer; a corpus that cannot be read becomes one task that fails with the reason.
-pub fn trace_tasks(config: &Config, programs: &Programs, dir: &Path) -> Vec<Task> {
+/// the C replayer; a corpus that cannot be read is an error, with the reason.
+pub fn trace_tasks(config: &Config, programs: &Programs, dir: &Path) -> Result<Vec<Task>, String> {
     let logs = process::logs_dir(dir);
-    let traces = match read_traces_in(&config.traces) {
-        Ok(traces) => traces,
-        Err(error) => {
-            let case = config.traces.display().to_string();
-            let failure = Err(format!("setup failed: {error}"));
-            return vec![task(MallocWorkload::Traces, case, failure, &logs)];
-        }
-    };
-    traces
+    let traces = read_traces_in(&config.traces).map_err(|e| format!("trace corpus: {e}"))?;
+    Ok(traces
         .into_iter()
         .map(|(path, trace)| {
             let name = trace_name(&path);
@@ -362,5 +355,5 @@ pub fn trace_tasks(config: &Config, programs: &Programs, dir: &Path) -> Vec<Task
                 });
             task(MallocWorkload::Traces, case, program, &logs)
         })
-        .collect()
+        .collect())
 }

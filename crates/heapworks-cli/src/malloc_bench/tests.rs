@@ -360,7 +360,7 @@ fn the_c_programs_run_and_report_sane_numbers() {
         timed::sizes_task(&config, &programs.driver, &dir),
     ];
     tasks.extend(timed::threads_tasks(&config, &programs.threads, &dir));
-    tasks.extend(real::trace_tasks(&config, &programs, &dir));
+    tasks.extend(real::trace_tasks(&config, &programs, &dir).unwrap());
     let lineup = Lineup {
         present: vec![glibc()],
         missing: Vec::new(),

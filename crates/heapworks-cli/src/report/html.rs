@@ -2,6 +2,7 @@
 //! (inline, drawn with plotters) and a table of medians, spreads and ratios. No scripts, no
 //! external files.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::replay;
@@ -21,6 +22,40 @@ td.best{font-weight:bold;background:#e8f5e9}td.failed{color:#b71c1c}\
 .legend{font-size:13px}.key{margin-right:1.2em;white-space:nowrap}\
 .swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}";
 
+/// What every section shares, computed once so that the report stays linear in the cells.
+struct Page<'a> {
+    /// Allocator columns, in order.
+    allocators: Vec<String>,
+    /// The allocator ratios are taken to.
+    baseline: String,
+    /// The rows of each workload, workloads in run order.
+    sections: Vec<(String, Vec<Row<'a>>)>,
+}
+
+impl<'a> Page<'a> {
+    fn of(results: &'a Results) -> Self {
+        let workloads = results.workloads();
+        let mut sections: Vec<(String, Vec<Row<'a>>)> = workloads
+            .iter()
+            .map(|workload| (workload.clone(), Vec::new()))
+            .collect();
+        let section_of: HashMap<&str, usize> = workloads
+            .iter()
+            .enumerate()
+            .map(|(index, workload)| (workload.as_str(), index))
+            .collect();
+        for row in results.rows() {
+            let section = section_of[row.first().workload.as_str()];
+            sections[section].1.push(row);
+        }
+        Self {
+            allocators: results.allocators(),
+            baseline: results.baseline().unwrap_or_default(),
+            sections,
+        }
+    }
+}
+
 /// The whole report as one HTML document.
 pub fn render(results: &Results) -> String {
     let mut html = String::new();
@@ -36,9 +71,10 @@ pub fn render(results: &Results) -> String {
         "<style>{STYLE}</style></head><body>\n<h1>{}</h1>\n",
         results.environment.command()
     );
-    html.push_str(&environment_block(results));
-    for workload in results.workloads() {
-        html.push_str(&workload_section(results, &workload));
+    let page = Page::of(results);
+    html.push_str(&environment_block(results, &page));
+    for (workload, rows) in &page.sections {
+        html.push_str(&workload_section(&page, workload, rows));
     }
     html.push_str("</body></html>\n");
     html
@@ -52,13 +88,12 @@ pub fn escape(text: &str) -> String {
         .replace('"', "&quot;")
 }
 
-fn environment_block(results: &Results) -> String {
+fn environment_block(results: &Results, page: &Page<'_>) -> String {
     let env = &results.environment;
-    let baseline = results.baseline().unwrap_or_default();
-    let workloads: Vec<String> = results
-        .workloads()
+    let workloads: Vec<String> = page
+        .sections
         .iter()
-        .map(|w| format!("<a href=\"#{0}\">{0}</a>", escape(w)))
+        .map(|(w, _)| format!("<a href=\"#{0}\">{0}</a>", escape(w)))
         .collect();
     format!(
         "<div class=\"env\"><b>date</b> {}<br><b>machine</b> {}<br><b>run</b> {}<br>\
@@ -68,50 +103,49 @@ fn environment_block(results: &Results) -> String {
         escape(&env.machine_line()),
         escape(&env.settings_line()),
         escape(&env.versions_line()),
-        escape(&baseline),
+        escape(&page.baseline),
         workloads.join(" · ")
     )
 }
 
-fn workload_section(results: &Results, workload: &str) -> String {
-    let rows: Vec<Row<'_>> = results
-        .rows()
-        .into_iter()
-        .filter(|r| r.first().workload == workload)
-        .collect();
+fn workload_section(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> String {
     let description = workload_description(workload);
     let mut html = format!(
         "<section id=\"{0}\"><h2>{0}</h2><p>{1}</p>\n{2}",
         escape(workload),
         escape(description),
-        legend(results)
+        legend(page)
     );
-    for figure in figures(results, workload, &rows) {
+    for figure in figures(page, workload, rows) {
         let _ = writeln!(html, "<figure>{figure}</figure>");
     }
-    html.push_str(&rows_table(results, &rows));
+    html.push_str(&rows_table(page, rows));
     html.push_str("</section>\n");
     html
 }
 
 /// Latency gets percentile lines per operation; every other workload gets grouped bars per
 /// plotted metric, one group per case.
-fn figures(results: &Results, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
+fn figures(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
     if workload == WorkloadId::Latency.name() {
         return ["allocate", "free"]
             .iter()
-            .map(|op| latency_lines(results, rows, op))
+            .map(|op| latency_lines(page, rows, op))
             .collect();
     }
-    let mut metrics: Vec<&str> = Vec::new();
+    let mut metrics: Vec<(&str, Vec<&Row<'_>>)> = Vec::new();
+    let mut metric_of: HashMap<&str, usize> = HashMap::new();
     for row in rows.iter().filter(|r| is_plotted(workload, r.first())) {
-        if !metrics.contains(&row.first().metric.as_str()) {
-            metrics.push(&row.first().metric);
-        }
+        let metric = row.first().metric.as_str();
+        let index = *metric_of.entry(metric).or_insert_with(|| {
+            metrics.push((metric, Vec::new()));
+            metrics.len() - 1
+        });
+        metrics[index].1.push(row);
     }
     metrics
         .into_iter()
-        .map(|metric| metric_bars(results, workload, rows, metric))
+        .map(|(metric, rows)| metric_bars(page, workload, &rows, metric))
         .collect()
 }
 
@@ -124,10 +158,10 @@ fn is_plotted(workload: &str, cell: &Cell) -> bool {
     cell.primary
 }
 
-fn metric_bars(results: &Results, workload: &str, rows: &[Row<'_>], metric: &str) -> String {
-    let rows: Vec<&Row<'_>> = rows.iter().filter(|r| r.first().metric == metric).collect();
+/// Grouped bars of `metric`, one group per row (all of the metric's rows).
+fn metric_bars(page: &Page<'_>, workload: &str, rows: &[&Row<'_>], metric: &str) -> String {
     let labels: Vec<String> = rows.iter().map(|r| r.first().case.clone()).collect();
-    let series = series_over(results, &rows);
+    let series = series_over(page, rows);
     let unit = &rows[0].first().unit;
     plots::grouped_bars(
         &format!("{workload}: {metric} ({unit})"),
@@ -137,7 +171,7 @@ fn metric_bars(results: &Results, workload: &str, rows: &[Row<'_>], metric: &str
     )
 }
 
-fn latency_lines(results: &Results, rows: &[Row<'_>], operation: &str) -> String {
+fn latency_lines(page: &Page<'_>, rows: &[Row<'_>], operation: &str) -> String {
     let prefix = format!("{operation} ");
     let rows: Vec<&Row<'_>> = rows
         .iter()
@@ -148,7 +182,7 @@ fn latency_lines(results: &Results, rows: &[Row<'_>], operation: &str) -> String
         .map(|r| r.first().metric.trim_start_matches(&prefix))
         .collect();
     let unit = rows.first().map_or("", |r| r.first().unit.as_str());
-    let series = series_over(results, &rows);
+    let series = series_over(page, &rows);
     plots::log_lines(
         &format!("latency of {operation} ({unit}, log scale)"),
         unit,
@@ -157,27 +191,26 @@ fn latency_lines(results: &Results, rows: &[Row<'_>], operation: &str) -> String
     )
 }
 
-fn series_over(results: &Results, rows: &[&Row<'_>]) -> Vec<Series> {
-    results
-        .allocators()
-        .into_iter()
+fn series_over(page: &Page<'_>, rows: &[&Row<'_>]) -> Vec<Series> {
+    page.allocators
+        .iter()
         .enumerate()
         .filter(|(_, a)| rows.iter().any(|r| r.cell(a).is_some()))
         .map(|(colour, allocator)| Series {
             values: rows
                 .iter()
-                .map(|r| r.cell(&allocator).and_then(|c| c.median()))
+                .map(|r| r.cell(allocator).and_then(|c| c.median()))
                 .collect(),
-            name: allocator,
+            name: allocator.clone(),
             colour,
         })
         .collect()
 }
 
 /// The colour key shared by every plot (one colour per allocator column).
-fn legend(results: &Results) -> String {
-    let keys: Vec<String> = results
-        .allocators()
+fn legend(page: &Page<'_>) -> String {
+    let keys: Vec<String> = page
+        .allocators
         .iter()
         .enumerate()
         .map(|(index, name)| {
@@ -191,11 +224,10 @@ fn legend(results: &Results) -> String {
     format!("<div class=\"legend\">{}</div>\n", keys.join(""))
 }
 
-fn rows_table(results: &Results, rows: &[Row<'_>]) -> String {
-    let allocators = results.allocators();
-    let baseline = results.baseline().unwrap_or_default();
+fn rows_table(page: &Page<'_>, rows: &[Row<'_>]) -> String {
+    let (allocators, baseline) = (&page.allocators, &page.baseline);
     let mut html = String::from("<table><tr><th>case</th><th>metric</th><th>unit</th>");
-    for allocator in &allocators {
+    for allocator in allocators {
         let _ = write!(html, "<th>{}</th>", escape(allocator));
     }
     html.push_str("</tr>\n");
@@ -208,8 +240,8 @@ fn rows_table(results: &Results, rows: &[Row<'_>]) -> String {
             escape(&first.metric),
             escape(&first.unit)
         );
-        for allocator in &allocators {
-            html.push_str(&html_cell(row, allocator, &baseline));
+        for allocator in allocators {
+            html.push_str(&html_cell(row, allocator, baseline));
         }
         html.push_str("</tr>\n");
     }

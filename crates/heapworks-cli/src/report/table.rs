@@ -1,8 +1,15 @@
 //! The terminal table: one row per (workload, case, primary metric), one column per allocator.
 //! A cell shows the median of the trials and its ratio to the baseline (heapworks); `*` marks
-//! the best cell of the row; the last column is the widest spread of the row's trials.
+//! the best cell of the row; the last column is the widest spread of the row's trials. A cell
+//! that failed shows a short status (`OOM`, `no setup`, …); the lines under the table say why,
+//! once per case and allocator (the first [`MAX_FAILURE_LINES`] of them).
+
+use std::collections::HashSet;
 
 use crate::results::{Outcome, Results, Row};
+
+/// Most failures explained under the table; the HTML report has every one (as a tooltip).
+pub const MAX_FAILURE_LINES: usize = 20;
 
 use super::{format_ratio, format_value, workload_description};
 
@@ -17,21 +24,57 @@ pub fn render(results: &Results) -> String {
         .filter(|r| r.first().primary)
         .collect();
     let mut lines: Vec<Vec<String>> = vec![title_line(&allocators)];
-    let mut workload_breaks = Vec::new();
+    // The workload heading to print before each line, if one starts there.
+    let mut headings: Vec<Option<&str>> = vec![None];
     for (index, row) in rows.iter().enumerate() {
-        if index == 0 || rows[index - 1].first().workload != row.first().workload {
-            workload_breaks.push((lines.len(), row.first().workload.clone()));
-        }
+        let workload = row.first().workload.as_str();
+        let starts = index == 0 || rows[index - 1].first().workload != workload;
+        headings.push(starts.then_some(workload));
         lines.push(row_line(row, &allocators, &baseline));
     }
     let widths = column_widths(&lines);
-    for (index, line) in lines.iter().enumerate() {
-        if let Some((_, workload)) = workload_breaks.iter().find(|(at, _)| *at == index) {
+    for (line, heading) in lines.iter().zip(headings) {
+        if let Some(workload) = heading {
             out.push_str(&workload_heading(workload));
         }
         out.push_str(&layout_line(line, &widths));
     }
+    out.push_str(&failure_lines(&rows));
     out
+}
+
+/// Why cells failed: one line per (workload, case, allocator).
+fn failure_lines(rows: &[Row<'_>]) -> String {
+    let mut seen = HashSet::new();
+    let failures: Vec<String> = rows
+        .iter()
+        .flat_map(|row| row.cells.iter())
+        .filter_map(|cell| match &cell.outcome {
+            Outcome::Failed(why) => Some((cell, why)),
+            Outcome::Measured(_) => None,
+        })
+        .filter(|(cell, _)| seen.insert((&cell.workload, &cell.case, &cell.allocator)))
+        .map(|(cell, why)| {
+            format!(
+                "  {} · {} · {}: {why}\n",
+                cell.workload, cell.case, cell.allocator
+            )
+        })
+        .collect();
+    if failures.is_empty() {
+        return String::new();
+    }
+    let mut text = format!("\nfailed cells ({}):\n", failures.len());
+    for line in failures.iter().take(MAX_FAILURE_LINES) {
+        text.push_str(line);
+    }
+    if failures.len() > MAX_FAILURE_LINES {
+        text.push_str(&format!(
+            "  … and {} more (the HTML report and the JSON name each)\n",
+            failures.len() - MAX_FAILURE_LINES
+        ));
+    }
+    text
 }
 
 fn header(results: &Results) -> String {

@@ -150,9 +150,10 @@ impl WorkloadId {
     }
 
     /// The cases of this workload under `config` (none for [`WorkloadId::Instructions`],
-    /// which is driven by [`crate::instructions`]).
-    pub fn cases(self, config: &Config) -> Vec<Case> {
-        match self {
+    /// which is driven by [`crate::instructions`]); an error, with the reason, when the
+    /// workload cannot run at all (a trace corpus that cannot be read or replayed).
+    pub fn cases(self, config: &Config) -> Result<Vec<Case>, String> {
+        Ok(match self {
             WorkloadId::RandomActions => random_actions::cases(config),
             WorkloadId::HeapEfficiency => heap_efficiency::cases(config),
             WorkloadId::Latency => latency::cases(config),
@@ -162,9 +163,9 @@ impl WorkloadId {
             WorkloadId::InsertDelete => insert_delete::cases(config),
             WorkloadId::ReallocCoalesce => realloc_coalesce::cases(config),
             WorkloadId::VecGrowth => vec_growth::cases(config),
-            WorkloadId::Traces => traces::cases(config),
+            WorkloadId::Traces => traces::cases(config)?,
             WorkloadId::Instructions => Vec::new(),
-        }
+        })
     }
 }
 

@@ -25,7 +25,7 @@ fn run_all_but(
     let config = tiny();
     let mut region = Region::pretouched(mib(16)).unwrap();
     let mut outcomes = Vec::new();
-    for case in workload.cases(&config) {
+    for case in workload.cases(&config).unwrap() {
         region.ensure_len(case.heap_len).unwrap();
         for &allocator in AllocatorId::ALL.iter().filter(|&&a| case.admits(a)) {
             let values = match (case.run)(allocator, &mut region, 11) {
@@ -54,7 +54,7 @@ fn every_timed_workload_plans_cases_at_every_scale() {
     for scale in [Scale::Tiny, Scale::Default, Scale::Full] {
         let config = Config::at_scale(scale, 1);
         for workload in WorkloadId::TIMED {
-            let cases = workload.cases(&config);
+            let cases = workload.cases(&config).unwrap();
             assert!(!cases.is_empty(), "{workload} at {scale:?}");
             for case in cases {
                 assert!(case.heap_len >= mib(4), "{workload}/{}", case.name);

@@ -6,11 +6,14 @@
 //! [`DEFAULT_PREFIX`] or [`QUICK_PREFIX`] requests, blocks still live at the cut freed
 //! untimed) so that the whole suite stays about a minute, or seconds; `--full` replays every
 //! trace whole. Arenas get [`crate::replay::default_heap_len`] of the replayed part. A
-//! corpus that cannot be read becomes one case whose trials fail with the reason.
+//! corpus that cannot be read (a missing directory, one with no trace, a corrupt trace) or a
+//! trace no allocator could replay (a size no `Layout` describes) is an error, with the
+//! reason, before anything runs.
 
 use std::path::{Path, PathBuf};
 
-use heapworks_trace::{read_traces_in, Trace, TraceIoError};
+use heapworks_trace::replay::{validate, ReplayOptions};
+use heapworks_trace::{read_traces_in, Trace};
 
 use super::{Better, Case, Config, Failure, MetricSpec, WorkloadId};
 use crate::replay::{self, ReplaySpec, AVERAGE, INTERVAL, UTILIZATION};
@@ -33,17 +36,15 @@ pub fn default_corpus() -> PathBuf {
 }
 
 /// One case per trace of the configured corpus.
-pub fn cases(config: &Config) -> Vec<Case> {
-    match read_traces_in(&config.traces) {
-        Ok(traces) => traces
-            .into_iter()
-            .map(|(path, trace)| case(config, &path, trace))
-            .collect(),
-        Err(error) => vec![unreadable_corpus(error)],
-    }
+pub fn cases(config: &Config) -> Result<Vec<Case>, String> {
+    let traces = read_traces_in(&config.traces).map_err(|e| format!("trace corpus: {e}"))?;
+    traces
+        .into_iter()
+        .map(|(path, trace)| case(config, &path, trace))
+        .collect()
 }
 
-fn case(config: &Config, path: &Path, mut trace: Trace) -> Case {
+fn case(config: &Config, path: &Path, mut trace: Trace) -> Result<Case, String> {
     let full_len = trace.len();
     if let Some(prefix) = config.pick(Some(QUICK_PREFIX), Some(DEFAULT_PREFIX), None) {
         trace.truncate(prefix);
@@ -52,8 +53,10 @@ fn case(config: &Config, path: &Path, mut trace: Trace) -> Case {
     if trace.len() < full_len {
         name = format!("{name}, first {} of {full_len}", trace.len());
     }
+    validate(&trace, &ReplayOptions::default())
+        .map_err(|e| format!("trace corpus: {}: cannot be replayed: {e}", path.display()))?;
     let heap_len = replay::default_heap_len(&trace);
-    Case {
+    Ok(Case {
         workload: WorkloadId::Traces,
         name,
         heap_len,
@@ -78,17 +81,5 @@ fn case(config: &Config, path: &Path, mut trace: Trace) -> Case {
                 utilization * 100.0,
             ])
         }),
-    }
-}
-
-fn unreadable_corpus(error: TraceIoError) -> Case {
-    let reason = format!("trace corpus: {error}");
-    Case {
-        workload: WorkloadId::Traces,
-        name: "corpus".to_string(),
-        heap_len: replay::MIN_HEAP,
-        arena_only: false,
-        metrics: METRICS.to_vec(),
-        run: Box::new(move |_, _, _| Err(Failure::SetupFailed(reason.clone()))),
-    }
+    })
 }

@@ -156,13 +156,30 @@ pub fn replay<A: GlobalAlloc + Sync>(
     alloc: &A,
     options: &ReplayOptions,
 ) -> Result<ReplayReport, ReplayError> {
+    let (ranges, plan) = prepare(trace, options)?;
+    let outcome = run::run(&plan, alloc, options)?;
+    Ok(report::build(&plan, &ranges, outcome, options))
+}
+
+/// Checks, without calling any allocator, what [`replay`] checks before its first call: the
+/// options, the ranges, and that every request has a size and alignment a `Layout` describes
+/// (and, with `check`, that the trace is consistent). A trace that passes fails a replay only
+/// through its allocator (out of memory, or a check failure).
+pub fn validate(trace: &Trace, options: &ReplayOptions) -> Result<(), ReplayError> {
+    prepare(trace, options).map(drop)
+}
+
+/// The resolved ranges and the plan of a replay.
+fn prepare(
+    trace: &Trace,
+    options: &ReplayOptions,
+) -> Result<(Vec<Range<usize>>, plan::Plan), ReplayError> {
     if !options.malloc_align.is_power_of_two() {
         return Err(ReplayError::InvalidAlignment(options.malloc_align));
     }
     let ranges = resolve_ranges(options.ranges, trace.len())?;
     let plan = plan::build(trace, options)?;
-    let outcome = run::run(&plan, alloc, options)?;
-    Ok(report::build(&plan, &ranges, outcome, options))
+    Ok((ranges, plan))
 }
 
 /// Checks the ranges of a trace of `len` requests and gives them as `start..end`, sorted (the

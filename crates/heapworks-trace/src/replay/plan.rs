@@ -5,10 +5,13 @@
 //!   be asked for 0 bytes); malloc, calloc and realloc use the options' `malloc_align`, aligned
 //!   requests the larger of theirs and `malloc_align` (as C, which gives every block at least
 //!   malloc's alignment).
-//! - `wait` of a step is the number of earlier requests (in global order) on the same id: a
+//! - Each step names its id's dense slot ([`Liveness`]), not the id: the replay's tables hold
+//!   one entry per id live at once, whatever the ids' values.
+//! - `wait` of a step is the number of earlier requests (in global order) on the same slot: a
 //!   step runs only once that many have completed, which keeps cross-thread order wherever it
-//!   matters (an id allocated in one thread and freed in another) and never deadlocks, since
-//!   every wait points backward in the global order.
+//!   matters (an id allocated in one thread and freed in another, a slot handed to a new id
+//!   once the old one was freed) and never deadlocks, since every wait points backward in the
+//!   global order.
 //! - With `check` on, a trace that frees or reallocs an id that is not live, or allocates an id
 //!   that is, is refused here with the request's index. Otherwise those are replayed as C
 //!   would: `free(NULL)` does nothing, `realloc(NULL, n)` allocates, the overwritten block leaks
@@ -40,7 +43,8 @@ pub enum Action {
 pub struct Step {
     /// Global index of the request.
     pub index: usize,
-    pub id: u32,
+    /// The id's slot in the replay's block table.
+    pub slot: u32,
     pub wait: u64,
     pub action: Action,
 }
@@ -49,8 +53,8 @@ pub struct Step {
 pub struct Plan {
     /// One list per thread, threads in increasing label order.
     pub threads: Vec<(u32, Vec<Step>)>,
-    /// Number of ids (slots in the block table).
-    pub ids: usize,
+    /// Number of slots in the block table (at most the ids live at once, plus one).
+    pub slots: usize,
     pub peak_live_bytes: u64,
     /// Index of the request after which the most bytes are live.
     pub peak_index: Option<usize>,
@@ -62,20 +66,14 @@ pub struct Plan {
 /// Builds the plan for `trace`.
 pub fn build(trace: &Trace, options: &ReplayOptions) -> Result<Plan, ReplayError> {
     let mut liveness = Liveness::new(trace);
-    let ids = trace
-        .ops()
-        .iter()
-        .map(|op| op.id as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let mut done_per_id = vec![0u64; ids];
+    let mut done_per_slot: Vec<u64> = Vec::new();
     let mut plan = Plan {
         threads: trace
             .threads()
             .iter()
             .map(|&thread| (thread, Vec::new()))
             .collect(),
-        ids,
+        slots: 0,
         peak_live_bytes: 0,
         peak_index: None,
         null_frees: 0,
@@ -83,12 +81,16 @@ pub fn build(trace: &Trace, options: &ReplayOptions) -> Result<Plan, ReplayError
         leaked_blocks: 0,
     };
     for (index, op) in trace.ops().iter().enumerate() {
-        let effect = liveness.apply(op);
-        let action = plan.action(index, &op.kind, effect, options)?;
-        let wait = &mut done_per_id[op.id as usize];
+        let applied = liveness.apply(op);
+        let action = plan.action(index, &op.kind, applied.effect, options)?;
+        if applied.slot >= done_per_slot.len() {
+            done_per_slot.resize(applied.slot + 1, 0);
+        }
+        let wait = &mut done_per_slot[applied.slot];
         let step = Step {
             index,
-            id: op.id,
+            // Slots are fewer than requests, which are at most `MAX_OPS`.
+            slot: applied.slot as u32,
             wait: *wait,
             action,
         };
@@ -99,6 +101,7 @@ pub fn build(trace: &Trace, options: &ReplayOptions) -> Result<Plan, ReplayError
             .partition_point(|&thread| thread < op.thread);
         plan.threads[thread_slot].1.push(step);
     }
+    plan.slots = liveness.slots();
     plan.peak_live_bytes = liveness.peak_bytes();
     plan.peak_index = liveness.peak_index();
     Ok(plan)

@@ -1,9 +1,10 @@
 //! Running a [`Plan`] against an allocator: one OS thread per stream, one timed call per step.
 //!
 //! Invariants:
-//! - `slots[id]` holds the id's current block and its layout; `done` counts the steps on the
-//!   id that completed. A step with `wait == done` is the only one that may touch the slot, and
-//!   publishes its changes with a Release store of `done`, read with Acquire by the next one.
+//! - `slots[slot]` holds the current block of the id that holds the slot ([`Plan`]), and its
+//!   layout; `done` counts the steps on the slot that completed. A step with `wait == done`
+//!   is the only one that may touch the slot, and publishes its changes with a Release store
+//!   of `done`, read with Acquire by the next one.
 //! - Every block the allocator handed out is, at every moment, either in a slot or in its
 //!   thread's leak list; [`run`] frees all of them before returning, error or not.
 //! - `abort` is set by the first failing thread; waiting threads then stop.
@@ -69,7 +70,7 @@ pub fn run<A: GlobalAlloc + Sync>(
 ) -> Result<Outcome, ReplayError> {
     let replay = Replay {
         alloc,
-        slots: (0..plan.ids).map(|_| Slot::empty()).collect(),
+        slots: (0..plan.slots).map(|_| Slot::empty()).collect(),
         checker: options.check.then(|| Checker::new(options.heap.clone())),
         footprint: options.footprint,
         peak_index: plan.peak_index,
@@ -197,7 +198,7 @@ impl<A: GlobalAlloc + Sync> Replay<'_, A> {
                     break;
                 }
             }
-            self.slots[step.id as usize]
+            self.slots[step.slot as usize]
                 .done
                 .store(step.wait + 1, Ordering::Release);
             if self.peak_index == Some(step.index) {
@@ -207,9 +208,9 @@ impl<A: GlobalAlloc + Sync> Replay<'_, A> {
         run
     }
 
-    /// Waits until every earlier request on the step's id is done; false if the replay aborted.
+    /// Waits until every earlier request on the step's slot is done; false if the replay aborted.
     fn wait_turn(&self, step: &Step) -> bool {
-        let done = &self.slots[step.id as usize].done;
+        let done = &self.slots[step.slot as usize].done;
         let mut spins = 0u32;
         while done.load(Ordering::Acquire) != step.wait {
             if self.abort.load(Ordering::Relaxed) {
@@ -226,7 +227,7 @@ impl<A: GlobalAlloc + Sync> Replay<'_, A> {
     }
 
     fn execute(&self, thread: u32, step: &Step, run: &mut ThreadRun) -> Result<u32, ReplayError> {
-        let slot = &self.slots[step.id as usize];
+        let slot = &self.slots[step.slot as usize];
         let check_error = |failure| ReplayError::Check {
             op: step.index,
             thread,
