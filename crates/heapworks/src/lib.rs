@@ -80,3 +80,8 @@ pub const GRANULE: usize = chunk::GRANULE;
 /// `mmap`) can put a word with this bit set in front of those, and tell the two kinds apart on
 /// `free` with one load: `(*ptr.cast::<usize>().sub(1)) & EMBEDDER_TAG != 0`.
 pub const EMBEDDER_TAG: usize = chunk::EMBEDDER_TAG;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
