@@ -17,7 +17,7 @@
 //! [`Heap`] is the unsynchronized engine. [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
 //! [`UnsyncHeap`] serves single-threaded programs without a lock. On single-core
-//! microcontrollers whose interrupt handlers allocate, [`CriticalSectionHeap`] (feature
+//! microcontrollers whose interrupt handlers allocate, `CriticalSectionHeap` (feature
 //! `critical-section`) locks by a critical section instead of spinning.
 //!
 //! ```

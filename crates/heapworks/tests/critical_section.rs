@@ -1,72 +1,97 @@
-//! `CriticalSectionHeap` (feature `critical-section`) as this test program's
-//! `#[global_allocator]`, over `critical-section`'s `std` implementation (a process-wide
-//! re-entrant lock): threads are excluded from each other, a holder's `try_lock` fails, and a
-//! holder that locks again aborts with its message instead of deadlocking.
+//! `CriticalSectionHeap` (feature `critical-section`) over `critical-section`'s `std`
+//! implementation (a process-wide re-entrant lock), as a `GlobalAlloc` shared by threads: threads
+//! are excluded from each other, a holder's `try_lock` fails, and a holder that locks again
+//! aborts with its message instead of deadlocking. (examples/firmware uses it as the
+//! `#[global_allocator]` of a Cortex-M image.)
 #![cfg(feature = "critical-section")]
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::io::Read;
 use std::process::{Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use heapworks::CriticalSectionHeap;
-
-const ARENA_LEN: usize = 64 << 20;
-static mut ARENA: [u8; ARENA_LEN] = [0; ARENA_LEN];
-
-#[global_allocator]
-// SAFETY: nothing else uses the arena.
-static HEAP: CriticalSectionHeap =
-    unsafe { CriticalSectionHeap::with_region(&raw mut ARENA as *mut u8, ARENA_LEN) };
+use heapworks_testkit::Arena;
 
 /// Set in the child process that locks the heap twice.
 const REENTRY_CHILD: &str = "HEAPWORKS_TEST_REENTRY";
 
+/// A heap over `arena`, which must outlive every use of it.
+fn heap_over(arena: &mut Arena) -> Arc<CriticalSectionHeap> {
+    let heap = Arc::new(CriticalSectionHeap::new());
+    // SAFETY: the callers keep the arena alive until the heap's last use.
+    unsafe { heap.claim(arena.base(), arena.len()) }.unwrap();
+    heap
+}
+
 #[test]
 fn threads_share_the_heap() {
-    let rounds = if cfg!(miri) { 50 } else { 5000 };
+    let mut arena = Arena::new(4 << 20);
+    let heap = heap_over(&mut arena);
+    let rounds = if cfg!(miri) { 60 } else { 3000 };
     let threads: Vec<_> = (0..4u8)
         .map(|t| {
+            let heap = Arc::clone(&heap);
             std::thread::spawn(move || {
-                let mut held: Vec<Vec<u8>> = Vec::new();
+                let mut held = Vec::new();
                 for i in 0..rounds {
-                    held.push(vec![t; 8 + (i * 29) % 700]);
+                    let layout = Layout::from_size_align(8 + (i * 29) % 700, 8).unwrap();
+                    // SAFETY: non-zero size; every block is freed once, with its layout.
+                    let block = unsafe { heap.alloc(layout) };
+                    assert!(!block.is_null());
+                    // SAFETY: the block holds `layout.size()` bytes.
+                    unsafe { block.write_bytes(t, layout.size()) };
+                    held.push((block, layout));
                     if i % 3 == 0 {
-                        let block = held.swap_remove(i % held.len());
-                        assert!(block.iter().all(|&b| b == t), "another thread wrote here");
+                        let (block, layout) = held.swap_remove(i % held.len());
+                        // SAFETY: every byte was written with this thread's mark.
+                        let mine = (0..layout.size()).all(|k| unsafe { *block.add(k) } == t);
+                        assert!(mine, "another thread wrote here");
+                        // SAFETY: a live block with its layout.
+                        unsafe { heap.dealloc(block, layout) };
                     }
                 }
-                held.len()
+                for (block, layout) in held {
+                    // SAFETY: a live block with its layout.
+                    unsafe { heap.dealloc(block, layout) };
+                }
             })
         })
         .collect();
-    let kept: usize = threads.into_iter().map(|t| t.join().unwrap()).sum();
-    assert!(kept > 0);
-    HEAP.lock().check().unwrap();
+    threads.into_iter().for_each(|t| t.join().unwrap());
+    let heap = heap.lock();
+    assert_eq!(heap.stats().in_use, 0);
+    heap.check().unwrap();
 }
 
 #[test]
 fn the_holder_cannot_take_the_lock_again() {
-    let guard = HEAP.lock();
-    assert!(HEAP.try_lock().is_none());
+    let mut arena = Arena::new(64 << 10);
+    let heap = heap_over(&mut arena);
+    let guard = heap.lock();
+    assert!(heap.try_lock().is_none());
     drop(guard);
-    assert!(HEAP.try_lock().is_some());
+    assert!(heap.try_lock().is_some());
 }
 
 #[test]
 fn a_request_beyond_the_region_gets_null() {
-    let layout = Layout::from_size_align(ARENA_LEN, 8).unwrap();
+    let mut arena = Arena::new(64 << 10);
+    let heap = heap_over(&mut arena);
+    let layout = Layout::from_size_align(1 << 20, 8).unwrap();
     // SAFETY: non-zero size.
-    let block = unsafe { HEAP.alloc(layout) };
-    assert!(block.is_null());
+    assert!(unsafe { heap.alloc(layout) }.is_null());
 }
 
 #[test]
 #[cfg_attr(miri, ignore = "spawns a process")]
 fn reentry_aborts_with_its_message() {
     if std::env::var_os(REENTRY_CHILD).is_some() {
-        let _held = HEAP.lock();
-        let _again = HEAP.lock();
+        let mut arena = Arena::new(64 << 10);
+        let heap = heap_over(&mut arena);
+        let _held = heap.lock();
+        let _again = heap.lock();
         unreachable!("the second lock aborts");
     }
     let mut child = Command::new(std::env::current_exe().unwrap())

@@ -49,7 +49,10 @@ pub fn exercise() -> u32 {
         }
         let mut records: BTreeMap<u32, Vec<u8>> = BTreeMap::new();
         for i in 0..black_box(64u32) {
-            records.insert(i.wrapping_mul(2654435761) % 1000, alloc::vec![0; (i % 7) as usize]);
+            records.insert(
+                i.wrapping_mul(2654435761) % 1000,
+                alloc::vec![0; (i % 7) as usize],
+            );
         }
         records.retain(|k, _| k % 2 == 0);
         sum = sum.wrapping_add(samples.iter().sum::<u32>() + records.len() as u32);
