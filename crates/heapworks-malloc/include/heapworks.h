@@ -15,24 +15,33 @@
 #define HEAPWORKS_H
 
 #include <stddef.h>
+/* The C library's own declarations come first: in C++, glibc marks them noexcept (__THROW),
+ * and a redeclaration must say the same. */
+#include <stdlib.h>
+
+#ifdef __THROW
+#define HEAPWORKS_NOTHROW __THROW
+#else
+#define HEAPWORKS_NOTHROW
+#endif
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-void *malloc(size_t size);
-void free(void *ptr);
-void *calloc(size_t count, size_t size);
-void *realloc(void *ptr, size_t size);
-void *reallocarray(void *ptr, size_t count, size_t size);
-int posix_memalign(void **memptr, size_t alignment, size_t size);
-void *aligned_alloc(size_t alignment, size_t size);
-void *memalign(size_t alignment, size_t size);
-void *valloc(size_t size);
-void *pvalloc(size_t size);
-size_t malloc_usable_size(void *ptr);
-void free_sized(void *ptr, size_t size);
-void free_aligned_sized(void *ptr, size_t alignment, size_t size);
+void *malloc(size_t size) HEAPWORKS_NOTHROW;
+void free(void *ptr) HEAPWORKS_NOTHROW;
+void *calloc(size_t count, size_t size) HEAPWORKS_NOTHROW;
+void *realloc(void *ptr, size_t size) HEAPWORKS_NOTHROW;
+void *reallocarray(void *ptr, size_t count, size_t size) HEAPWORKS_NOTHROW;
+int posix_memalign(void **memptr, size_t alignment, size_t size) HEAPWORKS_NOTHROW;
+void *aligned_alloc(size_t alignment, size_t size) HEAPWORKS_NOTHROW;
+void *memalign(size_t alignment, size_t size) HEAPWORKS_NOTHROW;
+void *valloc(size_t size) HEAPWORKS_NOTHROW;
+void *pvalloc(size_t size) HEAPWORKS_NOTHROW;
+size_t malloc_usable_size(void *ptr) HEAPWORKS_NOTHROW;
+void free_sized(void *ptr, size_t size) HEAPWORKS_NOTHROW;
+void free_aligned_sized(void *ptr, size_t alignment, size_t size) HEAPWORKS_NOTHROW;
 
 #ifdef __cplusplus
 }

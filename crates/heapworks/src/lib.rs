@@ -16,7 +16,9 @@
 //!
 //! [`Heap`] is the unsynchronized engine. [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
-//! [`UnsyncHeap`] serves single-threaded programs without a lock.
+//! [`UnsyncHeap`] serves single-threaded programs without a lock. On single-core
+//! microcontrollers whose interrupt handlers allocate, `CriticalSectionHeap` (feature
+//! `critical-section`) locks by a critical section instead of spinning.
 //!
 //! ```
 //! use heapworks::LockedHeap;
@@ -48,6 +50,8 @@ mod bins;
 mod bitmap;
 mod check;
 mod chunk;
+#[cfg(feature = "critical-section")]
+mod critical;
 mod error;
 mod free_index;
 mod global;
@@ -59,6 +63,8 @@ mod spans;
 mod stats;
 mod unsync;
 
+#[cfg(feature = "critical-section")]
+pub use critical::{CriticalSectionHeap, CriticalSectionLock};
 pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
 pub use heap::Heap;
 #[cfg(feature = "lock_api")]
@@ -74,3 +80,8 @@ pub const GRANULE: usize = chunk::GRANULE;
 /// `mmap`) can put a word with this bit set in front of those, and tell the two kinds apart on
 /// `free` with one load: `(*ptr.cast::<usize>().sub(1)) & EMBEDDER_TAG != 0`.
 pub const EMBEDDER_TAG: usize = chunk::EMBEDDER_TAG;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
