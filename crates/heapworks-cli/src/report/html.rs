@@ -104,7 +104,12 @@ fn figures(results: &Results, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
             .collect();
     }
     let mut metrics: Vec<&str> = Vec::new();
-    for row in rows.iter().filter(|r| is_plotted(workload, r.first())) {
+    let measured = |row: &&Row<'_>| row.cells.iter().any(|c| c.median().is_some());
+    for row in rows
+        .iter()
+        .filter(|r| is_plotted(workload, r.first()))
+        .filter(measured)
+    {
         if !metrics.contains(&row.first().metric.as_str()) {
             metrics.push(&row.first().metric);
         }
@@ -193,7 +198,7 @@ fn legend(results: &Results) -> String {
 
 fn rows_table(results: &Results, rows: &[Row<'_>]) -> String {
     let allocators = results.allocators();
-    let baseline = results.baseline().unwrap_or_default();
+    let baseline = table::ratio_baseline(results);
     let mut html = String::from("<table><tr><th>case</th><th>metric</th><th>unit</th>");
     for allocator in &allocators {
         let _ = write!(html, "<th>{}</th>", escape(allocator));
@@ -227,6 +232,19 @@ fn html_cell(row: &Row<'_>, allocator: &str, baseline: &str) -> String {
             escape(why),
             table::short_failure(why)
         ),
+        Outcome::Verdict(verdict) => {
+            let short = table::short_verdict(verdict);
+            let class = if short.starts_with("pass") || short == "caught" {
+                ""
+            } else {
+                " class=\"failed\""
+            };
+            format!(
+                "<td{class} title=\"{}\">{}</td>",
+                escape(verdict),
+                escape(short)
+            )
+        }
         Outcome::Measured(summary) => {
             let class = if row.best() == Some(summary.median) {
                 " class=\"best\""
