@@ -7,9 +7,11 @@
  *   reallocs its buffer under that file's lock), while the main thread forks; each child
  *   mallocs, frees, writes through stdio and exits. A malloc whose fork handler takes its
  *   lock before stdio's deadlocks here.
- * - `signal`: another process sends SIGUSR1 and SIGUSR2 as fast as it can; both handlers
- *   fork (the child exits at once), while the main thread mallocs, frees and forks itself, so
- *   a handler's fork can interrupt malloc or another fork.
+ * - `signal`: another process sends SIGUSR1 or SIGUSR2 once per round of the main thread, at
+ *   a random moment; both handlers fork (the child exits at once), while the main thread
+ *   mallocs, frees and, every fourth round, forks itself, so a handler's fork can interrupt
+ *   malloc, free or another fork. The process is single-threaded, as POSIX asks of a fork in
+ *   a signal handler.
  * - `single`: a single-threaded process forks with live blocks; the child verifies, frees and
  *   allocates, the parent too.
  * - `spawn`: posix_spawn and vfork + exec of this program (which mallocs in the new image)
@@ -19,7 +21,9 @@
 
 #include <pthread.h>
 #include <signal.h>
+#include <sched.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 
 extern char **environ;
@@ -163,21 +167,42 @@ static void fork_in_handler(int signal_number)
     errno = saved;
 }
 
-/* A process that signals `target` until it is killed or the target is gone. */
+/* The round the main thread is in, shared with the signaller: one signal per round keeps
+ * the signals from outrunning the handlers (a flood would starve the main thread and look
+ * like a hang). */
+static volatile unsigned *round_counter;
+
+/* A process that signals `target` once per round, at a random moment of it, alternating
+ * SIGUSR1 and SIGUSR2, until it is killed or the target is gone. */
 static pid_t start_signaller(pid_t target)
 {
+    round_counter = mmap(NULL, sizeof *round_counter, PROT_READ | PROT_WRITE,
+                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (round_counter == MAP_FAILED)
+        die("mmap of the round counter: %s", strerror(errno));
     pid_t pid = fork();
     if (pid < 0)
         die("fork: %s", strerror(errno));
     if (pid != 0)
         return pid;
-    for (unsigned long n = 0; getppid() == target; n++) {
+    uint64_t rng = 17;
+    unsigned seen = 0;
+    for (unsigned long n = 0;; n++) {
+        for (unsigned wait = 0; __atomic_load_n(round_counter, __ATOMIC_ACQUIRE) == seen; wait++) {
+            if (getppid() != target)
+                _exit(0);
+            /* Yield at first (a round is short), then sleep: never hog a core. */
+            if (wait < 100)
+                sched_yield();
+            else
+                usleep(100);
+        }
+        seen = __atomic_load_n(round_counter, __ATOMIC_ACQUIRE);
+        for (size_t spin = below(&rng, 20000); spin > 0; spin--)
+            __asm__ volatile("" ::: "memory");
         if (kill(target, n % 2 ? SIGUSR2 : SIGUSR1) != 0)
             _exit(0);
-        if (n % 8 == 0)
-            usleep(20);
     }
-    _exit(0);
 }
 
 static void signal_scenario(size_t forks)
@@ -189,8 +214,10 @@ static void signal_scenario(size_t forks)
     pid_t signaller = start_signaller(getpid());
     uint64_t rng = 11;
     char *held[32] = {0};
-    for (size_t i = 0; i < forks; i++) {
-        for (int op = 0; op < 200; op++) {
+    size_t forked = 0;
+    for (unsigned round = 1; forked < forks; round++) {
+        __atomic_store_n(round_counter, round, __ATOMIC_RELEASE);
+        for (int op = 0; op < 20; op++) {
             size_t slot = below(&rng, 32);
             free(held[slot]);
             size_t size = below(&rng, 10) ? below(&rng, 1000) + 1 : below(&rng, 200000) + 1;
@@ -199,12 +226,15 @@ static void signal_scenario(size_t forks)
                 die("malloc(%zu) returned NULL", size);
             held[slot][0] = 1;
         }
+        if (round % 4 != 0)
+            continue;
         pid_t pid = fork();
         if (pid < 0)
             die("fork: %s", strerror(errno));
         if (pid == 0)
             _exit(0);
         reap(pid, "a child forked while signals arrive");
+        forked++;
     }
     /* Stop the signals before the signaller is reaped: no handler may fork after this. */
     signal(SIGUSR1, SIG_IGN);

@@ -49,14 +49,17 @@ struct Cookied {
 unsafe impl Send for Cookied {}
 
 impl Cookied {
-    fn bytes(&self) -> &mut [u8] {
+    fn bytes(&self) -> &[u8] {
         // SAFETY: the block is live, `layout.size()` bytes long, and only its shadow entry's
         // holder touches it.
-        unsafe { std::slice::from_raw_parts_mut(self.block.ptr, self.block.layout.size()) }
+        unsafe { std::slice::from_raw_parts(self.block.ptr, self.block.layout.size()) }
     }
 
-    fn fill(&self) {
-        for (at, byte) in self.bytes().iter_mut().enumerate() {
+    fn fill(&mut self) {
+        // SAFETY: as in `bytes`; the entry is held mutably, so nothing reads the block now.
+        let bytes =
+            unsafe { std::slice::from_raw_parts_mut(self.block.ptr, self.block.layout.size()) };
+        for (at, byte) in bytes.iter_mut().enumerate() {
             *byte = pattern(self.cookie, at);
         }
     }
@@ -102,7 +105,7 @@ impl Checker {
                 ));
             }
         }
-        let entry = Cookied { block, cookie };
+        let mut entry = Cookied { block, cookie };
         entry.fill();
         Ok(Some(entry))
     }
@@ -443,7 +446,8 @@ mod tests {
             .allocate(&system, layout(64, 8), 9)
             .unwrap()
             .unwrap();
-        entry.bytes()[10] ^= 1;
+        // SAFETY: byte 10 of a live 64 B block of ours.
+        unsafe { *entry.block.ptr.add(10) ^= 1 };
         assert!(checker
             .verify(&entry, "test")
             .unwrap_err()

@@ -212,12 +212,9 @@ pub fn run(
             seed,
             &progress,
         ));
-        versions.extend(
-            selection
-                .arenas
-                .iter()
-                .map(|id| (id.name().to_string(), id.crate_version().to_string())),
-        );
+        for id in &selection.arenas {
+            add_version(&mut versions, id.name(), id.crate_version());
+        }
     }
     progress.finish_and_clear();
     if cells.is_empty() {
@@ -234,6 +231,15 @@ pub fn run(
         },
         cells,
     })
+}
+
+/// Adds `name`'s version; a name that is both a C malloc and an arena (heapworks) keeps one
+/// entry with both versions, so that it stays one column of the files' reports.
+fn add_version(versions: &mut Vec<(String, String)>, name: &str, version: &str) {
+    match versions.iter_mut().find(|(known, _)| known == name) {
+        Some((_, known)) => *known = format!("{known} / arena: {version}"),
+        None => versions.push((name.to_string(), version.to_string())),
+    }
 }
 
 /// The scorecards for the terminal: the C mallocs', then the arenas' (each its own columns).
