@@ -131,19 +131,20 @@ impl Mode {
         }
     }
 
-    /// How long one run may take before it counts as a hang.
-    pub fn timeout(self) -> Duration {
+    /// How long one run of a fork scenario (well under a second when nothing deadlocks)
+    /// may take before it counts as a hang.
+    pub fn fork_timeout(self) -> Duration {
         Duration::from_secs(match self {
             Mode::Quick => 5,
             Mode::Default => 10,
-            Mode::Long => 30,
+            Mode::Long => 20,
         })
     }
 
-    /// Whether a check stops at its first failed run (quick and default: the verdict is
-    /// known, and a hang costs a whole timeout) or runs them all to count them (long).
-    pub fn stops_at_first_failure(self) -> bool {
-        self != Mode::Long
+    /// Failed runs after which a check stops: its verdict is known, and a hang costs a
+    /// whole timeout (long mode goes on a little, to tell a rate).
+    pub fn max_failures(self) -> usize {
+        self.pick(1, 1, 5)
     }
 
     fn pick(self, quick: usize, default: usize, long: usize) -> usize {
@@ -161,10 +162,11 @@ impl Mode {
 
     /// Runs of each thread scenario, each with its own seed.
     pub fn thread_runs(self) -> usize {
-        self.pick(1, 3, 20)
+        self.pick(1, 3, 5)
     }
 
-    /// Operations per thread in a thread run (and in the arenas' sequences).
+    /// Operations per thread in a thread run (and in the arenas' sequences): a long run of
+    /// the `exiting` scenario takes about 20 s on this project's 2-core machine.
     pub fn thread_ops(self) -> usize {
         self.pick(5_000, 50_000, 500_000)
     }
@@ -227,6 +229,10 @@ pub enum CaseKind {
     Misuse,
 }
 
+/// How long a run of any check but a fork scenario may take: far more than any needs (a
+/// long thread run takes about 20 s), so only a real hang reaches it.
+pub const CHECK_TIMEOUT: Duration = Duration::from_secs(90);
+
 /// The placeholder in [`Case::args`] replaced by each run's seed.
 pub const SEED: &str = "{seed}";
 
@@ -243,6 +249,8 @@ pub struct Case {
     pub args: Vec<String>,
     /// How many times it runs.
     pub runs: usize,
+    /// How long a run may take before it counts as a hang.
+    pub timeout: Duration,
     /// How its runs are judged.
     pub kind: CaseKind,
 }
@@ -255,6 +263,7 @@ impl Case {
             program,
             args: args.iter().map(|a| a.to_string()).collect(),
             runs,
+            timeout: CHECK_TIMEOUT,
             kind: CaseKind::Check,
         }
     }
@@ -331,7 +340,10 @@ fn section_cases(section: Section, mode: Mode) -> Vec<Case> {
                 .iter()
                 .map(|scenario| {
                     let args = [*scenario, forks(scenario)];
-                    Case::new(section, scenario, Program::Fork, &args, mode.fork_runs())
+                    let mut case =
+                        Case::new(section, scenario, Program::Fork, &args, mode.fork_runs());
+                    case.timeout = mode.fork_timeout();
+                    case
                 })
                 .collect()
         }
@@ -388,6 +400,7 @@ fn section_cases(section: Section, mode: Mode) -> Vec<Case> {
                     program: Program::Misuse,
                     args: vec![kind.to_string(), size.to_string()],
                     runs: 1,
+                    timeout: mode.fork_timeout(),
                     kind: CaseKind::Misuse,
                 })
             })

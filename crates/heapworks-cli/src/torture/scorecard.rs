@@ -108,7 +108,7 @@ fn command(case: &Case, library: &Library, context: &Context<'_>, run: usize) ->
 
 fn run_case(case: &Case, library: &Library, context: &Context<'_>) -> Vec<Cell> {
     let malloc = library.malloc.name();
-    let timeout = context.mode.timeout();
+    let timeout = case.timeout;
     if case.kind == CaseKind::Misuse {
         let outcome = match child::run(&mut command(case, library, context, 0), timeout) {
             Ok(ran) => Outcome::Verdict(Misuse::classify(&ran).verdict()),
@@ -128,7 +128,7 @@ fn run_case(case: &Case, library: &Library, context: &Context<'_>) -> Vec<Cell> 
             steps = Some(ran.stdout.clone());
         }
         tally.add(failure, ran.end == child::End::Hung);
-        if !tally.passed_all() && context.mode.stops_at_first_failure() {
+        if tally.runs - tally.passed >= context.mode.max_failures() {
             break;
         }
     }
@@ -271,13 +271,11 @@ pub fn heapworks_failures(results: &Results) -> Vec<String> {
 
 /// How the runs were bounded, for the notes.
 pub fn timeout_note(mode: Mode) -> String {
-    let counting = if mode.stops_at_first_failure() {
-        "each check stopped at its first failed run"
-    } else {
-        "every run of every check was counted"
-    };
     format!(
-        "each run had {} s before it counted as a hang; {counting}",
-        mode.timeout().as_secs()
+        "a fork run had {} s, any other run {} s, before it counted as a hang; a check \
+         stopped after {} failed run(s)",
+        mode.fork_timeout().as_secs(),
+        super::cases::CHECK_TIMEOUT.as_secs(),
+        mode.max_failures()
     )
 }

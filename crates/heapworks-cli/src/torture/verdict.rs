@@ -152,7 +152,7 @@ impl Tally {
     pub fn verdict(&self, planned: usize) -> String {
         let failed = self.runs - self.passed;
         let stopped = if self.runs < planned {
-            format!(" (stopped after the first failure; {planned} planned)")
+            format!(" (stopped early; {planned} planned)")
         } else {
             String::new()
         };
@@ -226,7 +226,7 @@ mod tests {
         assert!(!tally.passed_all());
         assert_eq!(
             tally.verdict(5),
-            "hang 1/3: no exit within 5 s (stopped after the first failure; 5 planned)"
+            "hang 1/3: no exit within 5 s (stopped early; 5 planned)"
         );
     }
 }
