@@ -128,7 +128,7 @@ fn run_case(case: &Case, library: &Library, context: &Context<'_>) -> Vec<Cell> 
             steps = Some(ran.stdout.clone());
         }
         tally.add(failure, ran.end == child::End::Hung);
-        if tally.runs - tally.passed >= context.mode.max_failures() {
+        if tally.failed() >= context.mode.max_failures() {
             break;
         }
     }

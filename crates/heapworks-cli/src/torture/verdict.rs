@@ -68,11 +68,6 @@ impl Misuse {
         }
     }
 
-    /// Whether the malloc caught the bug: the score.
-    pub fn is_caught(&self) -> bool {
-        matches!(self, Misuse::Caught(_))
-    }
-
     /// The verdict text: the class, then its detail.
     pub fn verdict(&self) -> String {
         match self {
@@ -142,15 +137,15 @@ impl Tally {
         }
     }
 
-    /// Whether every run passed.
-    pub fn passed_all(&self) -> bool {
-        self.passed == self.runs
+    /// Runs that failed.
+    pub fn failed(&self) -> usize {
+        self.runs - self.passed
     }
 
     /// `pass 5/5`, `hang 1/1: …` (when any run hung) or `FAIL 2/5: …`; `planned` is how many
     /// runs the case asked for, told when the tally stopped early.
     pub fn verdict(&self, planned: usize) -> String {
-        let failed = self.runs - self.passed;
+        let failed = self.failed();
         let stopped = if self.runs < planned {
             format!(" (stopped early; {planned} planned)")
         } else {
@@ -223,7 +218,7 @@ mod tests {
         tally.add(None, false);
         assert_eq!(tally.verdict(2), "pass 2/2");
         tally.add(Some("no exit within 5 s".into()), true);
-        assert!(!tally.passed_all());
+        assert_eq!(tally.failed(), 1);
         assert_eq!(
             tally.verdict(5),
             "hang 1/3: no exit within 5 s (stopped early; 5 planned)"
