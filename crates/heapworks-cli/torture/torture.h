@@ -14,14 +14,24 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 static int torture_failures;
+
+/* Every program dies with the `heapworks torture` that started it: it runs in a process group
+ * of its own (so that a hang can be killed as a whole), out of reach of the terminal's Ctrl-C,
+ * and a deadlocked run must not outlive an interrupted tool. */
+__attribute__((constructor)) static void torture_die_with_parent(void)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+}
 
 /* Writes `prefix`, the formatted message and a newline to `fd` in one write. */
 static inline void torture_say(int fd, const char *prefix, const char *format, va_list args)
