@@ -17,6 +17,7 @@ use crate::replay;
 use crate::report::{self, table, Outputs};
 use crate::results::Results;
 use crate::runner::{self, Selection};
+use crate::torture::{self, TortureArgs};
 use crate::trace_commands::{self, ReplayArgs, TraceArgs};
 use crate::workloads::{Config, Scale, WorkloadId};
 
@@ -46,6 +47,9 @@ enum Command {
     Trace(TraceArgs),
     /// Replay traces on the allocators and report as `bench` does.
     Replay(ReplayArgs),
+    /// The malloc torture test: contract, threads, fork, exhaustion, seed 004's patterns and
+    /// misuse under every C malloc, and the arenas in-process; a scorecard per allocator.
+    Torture(TortureArgs),
     /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
     #[command(hide = true, name = "instructions-probe")]
     InstructionsProbe(instructions::ProbeArgs),
@@ -123,6 +127,7 @@ pub fn main() -> ExitCode {
         }
         Command::Trace(args) => trace_commands::trace(args),
         Command::Replay(args) => trace_commands::replay(args),
+        Command::Torture(args) => torture::torture(args),
         Command::InstructionsProbe(args) => instructions::probe(&args).map_err(|e| e.to_string()),
         Command::ReplayProbe(args) => replay::probe(&args),
     };

@@ -12,6 +12,8 @@
 //!   replayed on every contender (`heapworks replay`, the `traces` workload).
 //! - [`malloc_bench`]: `heapworks bench --malloc`, heapworks-malloc against the C mallocs
 //!   (glibc, mimalloc, jemalloc, tcmalloc) preloaded into the same programs.
+//! - [`torture`]: `heapworks torture`, the malloc torture test (contract, threads, fork,
+//!   exhaustion, seed 004's patterns, misuse) against the same mallocs and the arenas.
 
 pub mod cli;
 pub mod contenders;
@@ -27,5 +29,6 @@ pub mod rng;
 pub mod runner;
 pub mod stats;
 pub mod timing;
+pub mod torture;
 pub mod trace_commands;
 pub mod workloads;

@@ -24,6 +24,13 @@ pub const MAX_ALLOCATORS: usize = 64;
 /// [`Environment::scale`] of a `heapworks replay` run: one replay per cell, no time box.
 pub const REPLAY_SCALE: &str = "replay";
 
+/// Start of [`Environment::scale`] in a `heapworks torture` run (`torture-quick`, …): a
+/// scorecard of verdicts, where ratios mean nothing.
+pub const TORTURE_SCALE: &str = "torture";
+
+/// Status of a record whose value is a verdict (text), not a measurement.
+pub const VERDICT_STATUS: &str = "verdict";
+
 /// Trials of one cell, summarized.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Summary {
@@ -65,6 +72,9 @@ pub enum Outcome {
     Measured(Summary),
     /// Why the allocator produced no number here (e.g. `out of memory`).
     Failed(String),
+    /// A test's verdict, e.g. `pass 5/5` or `caught: free(): invalid pointer`: the word before
+    /// the first `:` is the short form the table shows.
+    Verdict(String),
 }
 
 /// One measured quantity of one allocator.
@@ -113,7 +123,7 @@ impl Cell {
     pub fn median(&self) -> Option<f64> {
         match &self.outcome {
             Outcome::Measured(summary) => Some(summary.median),
-            Outcome::Failed(_) => None,
+            Outcome::Failed(_) | Outcome::Verdict(_) => None,
         }
     }
 }
@@ -182,10 +192,17 @@ impl Environment {
         )
     }
 
-    /// The command that produced the results: `heapworks bench` or `heapworks replay`.
+    /// Whether the results are `heapworks torture`'s scorecard (verdicts, no ratios).
+    pub fn is_scorecard(&self) -> bool {
+        self.scale.starts_with(TORTURE_SCALE)
+    }
+
+    /// The command that produced the results: `heapworks bench`, `replay` or `torture`.
     pub fn command(&self) -> &'static str {
         if self.scale == REPLAY_SCALE {
             "heapworks replay"
+        } else if self.is_scorecard() {
+            "heapworks torture"
         } else {
             "heapworks bench"
         }
@@ -195,6 +212,12 @@ impl Environment {
     pub fn settings_line(&self) -> String {
         if self.scale == REPLAY_SCALE {
             return format!("one replay per cell · revision {}", self.revision);
+        }
+        if self.is_scorecard() {
+            return format!(
+                "seed {} · {} · revision {}",
+                self.seed, self.scale, self.revision
+            );
         }
         format!(
             "seed {} · {} trials · {} ms per timed trial · {} scale · revision {}",
@@ -326,7 +349,7 @@ impl<'a> Row<'a> {
             .iter()
             .filter_map(|c| match &c.outcome {
                 Outcome::Measured(summary) => Some(summary.spread_percent()),
-                Outcome::Failed(_) => None,
+                Outcome::Failed(_) | Outcome::Verdict(_) => None,
             })
             .filter(|s| s.is_finite())
             .reduce(f64::max)
@@ -499,6 +522,14 @@ fn cell_record(cell: &Cell) -> Record {
             "ok".to_string(),
         ),
         Outcome::Failed(why) => (Value::Null, None, None, None, None, why.clone()),
+        Outcome::Verdict(verdict) => (
+            Value::from(verdict.clone()),
+            None,
+            None,
+            None,
+            None,
+            VERDICT_STATUS.to_string(),
+        ),
     };
     Record {
         workload: cell.workload.clone(),
@@ -524,6 +555,9 @@ fn finite_number(value: f64) -> Value {
 fn record_cell(record: Record) -> Result<Cell, FormatError> {
     let status = record.status.clone().unwrap_or_else(|| "ok".to_string());
     let outcome = match (record.value.as_f64(), status.as_str()) {
+        (None, VERDICT_STATUS) => {
+            Outcome::Verdict(record.value.as_str().unwrap_or("no verdict").to_string())
+        }
         (Some(median), _) => Outcome::Measured(Summary {
             median,
             min: record.min.unwrap_or(median),
@@ -666,6 +700,10 @@ mod tests {
             cells: vec![
                 cell("heapworks", measured(2.0)),
                 cell("talc", Outcome::Failed("out of memory".into())),
+                cell(
+                    "rlsf",
+                    Outcome::Verdict("caught: free(): invalid pointer".into()),
+                ),
             ],
         };
         let back = Results::from_records(results.to_records()).unwrap();

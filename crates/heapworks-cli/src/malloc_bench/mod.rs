@@ -197,13 +197,14 @@ pub struct Task {
 }
 
 /// A scratch directory under the target directory, removed when dropped: compiled programs,
-/// generated inputs, profiles and logs of one run.
-struct Scratch(PathBuf);
+/// generated inputs, profiles and logs of one run (of `bench --malloc` or `torture`).
+pub(crate) struct Scratch(pub(crate) PathBuf);
 
 impl Scratch {
-    fn create() -> Result<Self, String> {
+    /// `<target>/<purpose>/run-<pid>`, emptied.
+    pub(crate) fn create(purpose: &str) -> Result<Self, String> {
         let dir = libraries::target_dir()?
-            .join("heapworks-malloc-bench")
+            .join(purpose)
             .join(format!("run-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -225,7 +226,7 @@ pub fn run(
     overrides: &[(CMalloc, PathBuf)],
     progress: &ProgressBar,
 ) -> Result<Results, String> {
-    let scratch = Scratch::create()?;
+    let scratch = Scratch::create("heapworks-malloc-bench")?;
     let lineup = Lineup::find(&selection.columns, overrides).pinned(&scratch.0.join("libraries"));
     let programs = Programs::compile(&scratch.0)?;
     let tasks = plan(config, &selection.workloads, &programs, &scratch.0)?;

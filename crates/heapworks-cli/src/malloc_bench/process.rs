@@ -1,5 +1,5 @@
-//! Child processes of `bench --malloc`: the C programs compiled at run time from
-//! `crates/heapworks-malloc/bench/`, runs of any program with its output, runs that prove
+//! Child processes of `bench --malloc` (and `heapworks torture`): the C programs compiled at
+//! run time from `crates/heapworks-malloc/bench/`, runs of any program with its output, runs that prove
 //! the preloaded malloc is the one called, and measured runs (wall time and peak RSS, taken by
 //! `measure.c` with `wait4`).
 
@@ -32,16 +32,9 @@ impl Programs {
     /// Compiles the programs with `cc -O2` into `dir`.
     pub fn compile(dir: &Path) -> Result<Self, String> {
         let sources = sources_dir();
-        let compile = |name: &str, extra: &[&str]| -> Result<PathBuf, String> {
-            let binary = dir.join(name);
-            let mut command = Command::new("cc");
-            command
-                .args(["-O2", "-fno-ipa-icf", "-o"])
-                .arg(&binary)
-                .arg(sources.join(format!("{name}.c")))
-                .args(extra);
-            run(&mut command).map_err(|e| format!("cannot compile {name}.c with cc: {e}"))?;
-            Ok(binary)
+        let compile = |name: &str, extra: &[&str]| {
+            let flags = [&["-O2", "-fno-ipa-icf"], extra].concat();
+            compile_c(&sources, name, dir, &flags)
         };
         Ok(Self {
             driver: compile("driver", &[])?,
@@ -53,6 +46,24 @@ impl Programs {
             },
         })
     }
+}
+
+/// Compiles `sources/NAME.c` with `cc` and `flags` into `dir/NAME`; the binary's path.
+pub fn compile_c(
+    sources: &Path,
+    name: &str,
+    dir: &Path,
+    flags: &[&str],
+) -> Result<PathBuf, String> {
+    let binary = dir.join(name);
+    let mut command = Command::new("cc");
+    command
+        .args(flags)
+        .arg("-o")
+        .arg(&binary)
+        .arg(sources.join(format!("{name}.c")));
+    run(&mut command).map_err(|e| format!("cannot compile {name}.c with cc: {e}"))?;
+    Ok(binary)
 }
 
 /// What a program wrote.

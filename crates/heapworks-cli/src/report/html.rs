@@ -50,7 +50,7 @@ impl<'a> Page<'a> {
         }
         Self {
             allocators: results.allocators(),
-            baseline: results.baseline().unwrap_or_default(),
+            baseline: table::ratio_baseline(results),
             sections,
         }
     }
@@ -135,7 +135,12 @@ fn figures(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
     }
     let mut metrics: Vec<(&str, Vec<&Row<'_>>)> = Vec::new();
     let mut metric_of: HashMap<&str, usize> = HashMap::new();
-    for row in rows.iter().filter(|r| is_plotted(workload, r.first())) {
+    let measured = |row: &&Row<'_>| row.cells.iter().any(|c| c.median().is_some());
+    for row in rows
+        .iter()
+        .filter(|r| is_plotted(workload, r.first()))
+        .filter(measured)
+    {
         let metric = row.first().metric.as_str();
         let index = *metric_of.entry(metric).or_insert_with(|| {
             metrics.push((metric, Vec::new()));
@@ -259,6 +264,19 @@ fn html_cell(row: &Row<'_>, allocator: &str, baseline: &str) -> String {
             escape(why),
             table::short_failure(why)
         ),
+        Outcome::Verdict(verdict) => {
+            let short = table::short_verdict(verdict);
+            let class = if short.starts_with("pass") || short == "caught" {
+                ""
+            } else {
+                " class=\"failed\""
+            };
+            format!(
+                "<td{class} title=\"{}\">{}</td>",
+                escape(verdict),
+                escape(short)
+            )
+        }
         Outcome::Measured(summary) => {
             let class = if row.best() == Some(summary.median) {
                 " class=\"best\""

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::malloc_bench::MallocWorkload;
 use crate::results::Results;
+use crate::torture::cases::Section;
 use crate::workloads::WorkloadId;
 
 /// Where a run's results go.
@@ -161,11 +162,13 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> 
     })
 }
 
-/// What a workload measures, for headings: a `bench` workload or a `bench --malloc` one.
+/// What a workload measures, for headings: a `bench` workload, a `bench --malloc` one, or a
+/// section of `heapworks torture`.
 pub fn workload_description(name: &str) -> &'static str {
     WorkloadId::from_name(name)
         .map(WorkloadId::description)
         .or_else(|| MallocWorkload::from_name(name).map(MallocWorkload::description))
+        .or_else(|| Section::from_name(name).map(Section::description))
         .unwrap_or("")
 }
 

@@ -17,7 +17,7 @@ use super::{format_ratio, format_value, workload_description};
 pub fn render(results: &Results) -> String {
     let mut out = header(results);
     let allocators = results.allocators();
-    let baseline = results.baseline().unwrap_or_default();
+    let baseline = ratio_baseline(results);
     let rows: Vec<Row<'_>> = results
         .rows()
         .into_iter()
@@ -51,7 +51,7 @@ fn failure_lines(rows: &[Row<'_>]) -> String {
         .flat_map(|row| row.cells.iter())
         .filter_map(|cell| match &cell.outcome {
             Outcome::Failed(why) => Some((cell, why)),
-            Outcome::Measured(_) => None,
+            Outcome::Measured(_) | Outcome::Verdict(_) => None,
         })
         .filter(|(cell, _)| seen.insert((&cell.workload, &cell.case, &cell.allocator)))
         .map(|(cell, why)| {
@@ -77,13 +77,29 @@ fn failure_lines(rows: &[Row<'_>]) -> String {
     text
 }
 
+/// The column ratios are taken to; none (empty) in a scorecard, whose verdicts have none.
+pub fn ratio_baseline(results: &Results) -> String {
+    if results.environment.is_scorecard() {
+        return String::new();
+    }
+    results.baseline().unwrap_or_default()
+}
+
 fn header(results: &Results) -> String {
     let env = &results.environment;
     let baseline = results.baseline().unwrap_or_else(|| "-".to_string());
+    let legend = if env.is_scorecard() {
+        "verdicts (pass/FAIL/hang with runs passed; misuse: caught, crashed, warned, silent, \
+         corrupted, hang) and counts; * best of the row"
+            .to_string()
+    } else {
+        format!(
+            "median of trials ×ratio to {baseline}; * best of the row; \
+             ± widest (max−min)/median of the row"
+        )
+    };
     format!(
-        "{} · {}\nmachine: {}\nrun: {}\ncrates: {}\n\
-         cells: median of trials ×ratio to {baseline}; * best of the row; \
-         ± widest (max−min)/median of the row\n",
+        "{} · {}\nmachine: {}\nrun: {}\ncrates: {}\ncells: {legend}\n",
         env.command(),
         env.date,
         env.machine_line(),
@@ -121,6 +137,7 @@ pub fn cell_text(row: &Row<'_>, allocator: &str, baseline: &str) -> String {
     };
     match &cell.outcome {
         Outcome::Failed(why) => short_failure(why).to_string(),
+        Outcome::Verdict(verdict) => short_verdict(verdict).to_string(),
         Outcome::Measured(summary) => {
             let mut text = format_value(summary.median);
             if allocator != baseline {
@@ -134,6 +151,11 @@ pub fn cell_text(row: &Row<'_>, allocator: &str, baseline: &str) -> String {
             text
         }
     }
+}
+
+/// A verdict shortened for a table cell: what comes before the first `:`.
+pub fn short_verdict(verdict: &str) -> &str {
+    verdict.split(':').next().unwrap_or(verdict).trim()
 }
 
 /// A failure status shortened for a table cell.
