@@ -185,6 +185,12 @@ unsafe extern "C" fn free_medium(block: NonNull<u8>) {
     if !central::holds(block) {
         fault::invalid_pointer("free", block.as_ptr());
     }
+    // SAFETY: the block lies in the central heap's span: its header word is readable.
+    if unsafe { central::usable_size(block) } > 2 * LARGE_MIN {
+        // No medium block is that large: the header was overwritten (an overflow from the
+        // block before, or an interior pointer's "header" is the program's data).
+        fault::corrupted("free", block.as_ptr());
+    }
     // SAFETY: the block is, or was, a central-heap block (the caller's promise; the span
     // check above rules out most other pointers), and the heap's regions are never given up.
     if !unsafe { heapworks::Heap::looks_live(block) } {

@@ -212,6 +212,11 @@ impl MediumCache {
         // SAFETY: forwarded from the caller; the blocks' first words are the links.
         unsafe {
             let rest = link::next(block);
+            // A link that leads out of the central heap was overwritten (a write after free,
+            // or an overflow from the block before): caught before it is followed.
+            if NonNull::new(rest).is_some_and(|rest| !central::holds(rest)) {
+                crate::fault::corrupted_link(block.as_ptr());
+            }
             match before {
                 Some(before) => link::set(before, rest),
                 None => self.heads[bin] = rest,

@@ -301,8 +301,9 @@ pub(crate) fn is_slot_start(ptr: NonNull<u8>) -> bool {
 }
 
 /// Whether `next`, a link read from a free slot of the slab at `slab`, is null or a slot start
-/// of that slab (secure mode checks every link it follows: an overflow or a write after free
-/// that changed one is caught before the list leads anywhere).
+/// of that slab (a refill checks every link it follows, at the cost of a subtraction and a
+/// division by its area's constant: an overflow or a write after free that changed one is
+/// caught before the list leads anywhere).
 fn in_slab(next: *mut u8, slab: NonNull<u8>, size: usize) -> bool {
     let offset = next.addr().wrapping_sub(slab.as_ptr().addr());
     next.is_null() || (offset < SLAB_BYTES && offset.is_multiple_of(size))
@@ -445,7 +446,7 @@ impl Slabs {
                         break;
                     };
                     meta.free = link::next(slot);
-                    if config::secure() && !in_slab(meta.free, slab, size) {
+                    if !in_slab(meta.free, slab, size) {
                         crate::fault::corrupted_link(slot.as_ptr());
                     }
                     link::set(slot, head);

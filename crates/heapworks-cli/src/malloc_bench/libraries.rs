@@ -16,6 +16,8 @@ const DEBIAN_LIB_DIR: &str = "/usr/lib/x86_64-linux-gnu";
 pub enum CMalloc {
     /// heapworks-malloc (`libheapworks_malloc.so`): every ratio is to it.
     Heapworks,
+    /// The same library in its secure mode (`HEAPWORKS_SECURE=1`).
+    HeapworksSecure,
     /// glibc's malloc: the process as it is, nothing preloaded.
     Glibc,
     /// Debian's `libmimalloc2.0`.
@@ -28,8 +30,9 @@ pub enum CMalloc {
 
 impl CMalloc {
     /// Every column, in report order.
-    pub const ALL: [CMalloc; 5] = [
+    pub const ALL: [CMalloc; 6] = [
         CMalloc::Heapworks,
+        CMalloc::HeapworksSecure,
         CMalloc::Glibc,
         CMalloc::Mimalloc,
         CMalloc::Jemalloc,
@@ -40,6 +43,7 @@ impl CMalloc {
     pub fn name(self) -> &'static str {
         match self {
             CMalloc::Heapworks => "heapworks",
+            CMalloc::HeapworksSecure => "heapworks-secure",
             CMalloc::Glibc => "glibc",
             CMalloc::Mimalloc => "mimalloc",
             CMalloc::Jemalloc => "jemalloc",
@@ -55,7 +59,7 @@ impl CMalloc {
     /// The Debian package that provides the library (glibc: the C library itself).
     pub fn debian_package(self) -> Option<&'static str> {
         match self {
-            CMalloc::Heapworks => None,
+            CMalloc::Heapworks | CMalloc::HeapworksSecure => None,
             CMalloc::Glibc => Some("libc6"),
             CMalloc::Mimalloc => Some("libmimalloc2.0"),
             CMalloc::Jemalloc => Some("libjemalloc2"),
@@ -66,7 +70,7 @@ impl CMalloc {
     /// Where Debian installs a peer's library.
     fn debian_library(self) -> Option<PathBuf> {
         let file = match self {
-            CMalloc::Heapworks | CMalloc::Glibc => return None,
+            CMalloc::Heapworks | CMalloc::HeapworksSecure | CMalloc::Glibc => return None,
             CMalloc::Mimalloc => "libmimalloc.so.2",
             CMalloc::Jemalloc => "libjemalloc.so.2",
             CMalloc::Tcmalloc => "libtcmalloc_minimal.so.4",
@@ -108,11 +112,16 @@ pub struct Library {
 }
 
 impl Library {
-    /// Sets up `command` to run under this malloc: `LD_PRELOAD` set, or removed for glibc.
+    /// Sets up `command` to run under this malloc: `LD_PRELOAD` set, or removed for glibc;
+    /// heapworks-malloc's secure mode on for its secure column only.
     pub fn apply<'c>(&self, command: &'c mut Command) -> &'c mut Command {
         match &self.preload {
             Some(path) => command.env("LD_PRELOAD", path),
             None => command.env_remove("LD_PRELOAD"),
+        };
+        match self.malloc {
+            CMalloc::HeapworksSecure => command.env("HEAPWORKS_SECURE", "1"),
+            _ => command.env_remove("HEAPWORKS_SECURE"),
         }
     }
 }
@@ -206,7 +215,7 @@ fn locate(malloc: CMalloc, chosen: Option<&Path>) -> Result<Library, String> {
     let preload = match (malloc, chosen) {
         (CMalloc::Glibc, _) => None,
         (_, Some(path)) => Some(existing(path, None)?),
-        (CMalloc::Heapworks, None) => Some(build_heapworks()?),
+        (CMalloc::Heapworks | CMalloc::HeapworksSecure, None) => Some(build_heapworks()?),
         (peer, None) => {
             let path = peer.debian_library().expect("a peer has a Debian library");
             Some(existing(&path, peer.debian_package())?)
@@ -215,6 +224,9 @@ fn locate(malloc: CMalloc, chosen: Option<&Path>) -> Result<Library, String> {
     let version = match (malloc, chosen) {
         (_, Some(path)) => format!("{malloc} {}", path.display()),
         (CMalloc::Heapworks, None) => "heapworks-malloc (built from this workspace)".into(),
+        (CMalloc::HeapworksSecure, None) => {
+            "heapworks-malloc (built from this workspace), HEAPWORKS_SECURE=1".into()
+        }
         (_, None) => debian_version(malloc),
     };
     Ok(Library {
