@@ -18,12 +18,14 @@
 //!   they name intact; the frees leave errno alone;
 //! - calls run on one of [`THREADS`] threads, as the operations switch, strictly one at a time
 //!   (see [`threads`]), so blocks are freed and reallocated on threads other than the one that
-//!   allocated them, and workers exit holding whatever their caches hold.
+//!   allocated them, and workers exit holding whatever their caches hold, some freeing blocks
+//!   and allocating in a destructor that runs after the malloc's own (see [`exit_work`]).
 //!
 //! Invariants: the requested bytes of the live blocks never exceed [`LIVE_BYTES_MAX`] (a
 //! request that would pass it is skipped), so a run stays within a fuzzer's memory limit;
 //! [`MallocModel::finish`] frees every block and retires the workers, so runs are independent.
 
+mod exit_work;
 mod ops;
 mod threads;
 
@@ -32,6 +34,7 @@ use std::ffi::{c_int, c_void};
 use std::ops::Range;
 use std::ptr::NonNull;
 
+use exit_work::EXIT_FREES_MAX;
 pub use ops::{EdgeCase, Entry, MallocOp, Resize};
 pub use threads::THREADS;
 use threads::{Call, Threads, ERRNO_UNSET, MEMPTR_UNSET};
@@ -111,6 +114,10 @@ pub struct MallocTally {
     /// Workers that exited after freeing blocks (so, in a malloc with thread caches, holding
     /// cached blocks).
     pub workers_retired_with_frees: u64,
+    /// Workers that freed blocks and ran probes in an exit destructor.
+    pub exits_with_work: u64,
+    /// Blocks freed by those destructors (counted in `frees` too).
+    pub exit_frees: u64,
     pub edge_cases: u64,
     pub skipped_over_bound: u64,
     pub peak_live_bytes: usize,
@@ -161,7 +168,17 @@ impl MallocModel {
             MallocOp::Realloc { slot, resize } => self.realloc(slot, resize),
             MallocOp::ReallocArray { slot, count, size } => self.realloc_array(slot, count, size),
             MallocOp::Switch { thread } => self.threads.switch_to(thread),
-            MallocOp::Retire { thread } => self.retire(thread),
+            MallocOp::Retire {
+                thread,
+                exit_work,
+                exit_frees,
+                slot,
+            } => {
+                if exit_work {
+                    self.give_exit_work(thread, exit_frees, slot);
+                }
+                self.retire(thread);
+            }
             MallocOp::Edge { case, slot } => self.edge(case, slot),
         }
     }
@@ -331,6 +348,32 @@ impl MallocModel {
         if self.threads.retire(thread) && std::mem::take(&mut self.freed_since_start[thread]) {
             self.tally.workers_retired_with_frees += 1;
         }
+    }
+
+    /// Hands worker `thread`, if it runs, up to `count` blocks from `slot` on to free in its
+    /// exit destructor, which also runs probes.
+    fn give_exit_work(&mut self, thread: usize, count: usize, slot: usize) {
+        if !self.threads.is_running(thread) {
+            return;
+        }
+        let serial = self.threads.serial_of(thread);
+        let mut frees = [0; EXIT_FREES_MAX];
+        for addr in frees.iter_mut().take(count) {
+            let Some(index) = self.index_of(slot) else {
+                break;
+            };
+            let block = self.take(index, "free at thread exit");
+            *addr = block.addr;
+            self.freed_since_start[thread] = true;
+            self.tally.cross_thread_releases += u64::from(block.thread != serial);
+            self.tally.exit_frees += 1;
+            self.tally.frees += 1;
+        }
+        let previous = self.threads.current();
+        self.threads.switch_to(thread);
+        self.threads.call(Call::AtExit { frees });
+        self.threads.switch_to(previous);
+        self.tally.exits_with_work += 1;
     }
 
     fn edge(&mut self, case: EdgeCase, slot: usize) {

@@ -20,7 +20,7 @@
 //! | 10 | `realloc` of that slot by `(1 + band) / 8` of its size plus byte 2 (growth, shrink) |
 //! | 11 | `reallocarray` of slot `aux2` to `1 + aux1 % 4` elements of a size of the band |
 //! | 12 | switch to thread `aux1 % 3` |
-//! | 13 | retire worker `1 + aux1 % 2` (its thread exits holding its cache) |
+//! | 13 | retire worker `1 + aux1 % 2` (its thread exits holding its cache); if `aux1 & 2`, its exit destructor first frees `aux1 / 4` blocks from slot `value` and runs probes |
 //! | 14 | an edge case (`aux1 % 9`, see [`EdgeCase`]) on slot `value` |
 //!
 //! Sizes reach every path of a malloc like heapworks-malloc's: tiny (up to 128 B), the classes
@@ -126,8 +126,13 @@ pub enum MallocOp {
     Switch {
         thread: usize,
     },
+    /// Ends worker `thread`. With `exit_work`, it frees `exit_frees` blocks from `slot` on and
+    /// runs probes in a destructor at its exit (see [`super::exit_work`]).
     Retire {
         thread: usize,
+        exit_work: bool,
+        exit_frees: usize,
+        slot: usize,
     },
     Edge {
         case: EdgeCase,
@@ -242,6 +247,9 @@ impl MallocOp {
             },
             13 => MallocOp::Retire {
                 thread: 1 + usize::from(aux1) % (THREADS - 1),
+                exit_work: aux1 & 2 != 0,
+                exit_frees: usize::from(aux1 / 4),
+                slot,
             },
             14 => MallocOp::Edge {
                 case: EDGE_CASES[usize::from(aux1) % EDGE_CASES.len()],
@@ -290,7 +298,15 @@ mod tests {
                 }
             }
         );
-        assert_eq!(ops[13], MallocOp::Retire { thread: 2 });
+        assert_eq!(
+            ops[13],
+            MallocOp::Retire {
+                thread: 2,
+                exit_work: true,
+                exit_frees: 3,
+                slot: 0xffff
+            }
+        );
         assert_eq!(MallocOp::decode_all(&[0; 11]).len(), 2);
     }
 }

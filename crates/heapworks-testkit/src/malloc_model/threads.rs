@@ -13,6 +13,7 @@ use std::ffi::{c_int, c_void};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::thread::JoinHandle;
 
+use super::exit_work::{self, ExitWork, EXIT_FREES_MAX};
 use super::CApi;
 
 /// The threads a run may use: the caller's and two workers.
@@ -74,6 +75,11 @@ pub(crate) enum Call {
     UsableSize {
         addr: usize,
     },
+    /// Not a malloc call: the thread will free these blocks (0: none) and run probes when it
+    /// exits (see [`exit_work`]).
+    AtExit {
+        frees: [usize; EXIT_FREES_MAX],
+    },
 }
 
 /// What a call gave back: its value (a block's address, `*memptr` for `posix_memalign`, a
@@ -126,6 +132,10 @@ fn perform(api: &CApi, call: Call) -> Outcome {
             Call::Valloc { size } => (api.valloc)(size).expose_provenance(),
             Call::Pvalloc { size } => (api.pvalloc)(size).expose_provenance(),
             Call::UsableSize { addr } => (api.malloc_usable_size)(block(addr)),
+            Call::AtExit { frees } => {
+                exit_work::run_at_exit(ExitWork { api: *api, frees });
+                0
+            }
         }
     };
     Outcome {
@@ -209,12 +219,22 @@ impl Threads {
 
     /// The serial number of the OS thread that made the last call on the current thread.
     pub fn current_serial(&self) -> u64 {
-        self.serials[self.current]
+        self.serial_of(self.current)
     }
 
     /// The thread the next call runs on.
     pub fn current(&self) -> usize {
         self.current
+    }
+
+    /// Whether `thread` is a worker that runs.
+    pub fn is_running(&self, thread: usize) -> bool {
+        thread > 0 && self.workers[thread - 1].is_some()
+    }
+
+    /// The serial number of the OS thread that runs (or last ran) `thread`.
+    pub fn serial_of(&self, thread: usize) -> u64 {
+        self.serials[thread]
     }
 
     /// Makes `thread` (below [`THREADS`]) the current one.
