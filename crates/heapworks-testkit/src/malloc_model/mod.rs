@@ -17,7 +17,7 @@
 //!   (`EINVAL`, `*memptr` untouched, for a bad `posix_memalign` alignment) and leave the block
 //!   they name intact; the frees leave errno alone;
 //! - calls run on one of [`THREADS`] threads, as the operations switch, strictly one at a time
-//!   (see [`threads`]), so blocks are freed and reallocated on threads other than the one that
+//!   (see [`threads`]; `malloc_usable_size`, a query, on the model's), so blocks are freed and reallocated on threads other than the one that
 //!   allocated them, and workers exit holding whatever their caches hold, some freeing blocks
 //!   and allocating in a destructor that runs after the malloc's own (see [`exit_work`]).
 //!
@@ -37,7 +37,7 @@ use std::ptr::NonNull;
 use exit_work::EXIT_FREES_MAX;
 pub use ops::{EdgeCase, Entry, MallocOp, Resize};
 pub use threads::THREADS;
-use threads::{Call, Threads, ERRNO_UNSET, MEMPTR_UNSET};
+use threads::{Call, Outcome, Threads, ERRNO_UNSET, MEMPTR_UNSET};
 
 use crate::{fill, verify};
 
@@ -180,6 +180,8 @@ impl MallocModel {
                 self.retire(thread);
             }
             MallocOp::Edge { case, slot } => self.edge(case, slot),
+            MallocOp::AllocateMany { size, count } => self.allocate_many(size, count),
+            MallocOp::FreeMany { slot, count } => self.free_many(slot, count),
         }
     }
 
@@ -233,6 +235,32 @@ impl MallocModel {
         if let Call::PosixMemalign { .. } = call {
             assert_eq!(outcome.status, 0, "{call:?} failed");
         }
+        let zeroed = matches!(entry, Entry::Calloc { .. });
+        self.admit_new(call, outcome, requested, align, origin, zeroed);
+    }
+
+    /// `count` `malloc`s of `size` in one batch, as many as the bound allows.
+    fn allocate_many(&mut self, size: usize, count: usize) {
+        let room = LIVE_BYTES_MAX - self.live_bytes;
+        let fitting = count.min(room.checked_div(size).unwrap_or(count));
+        self.tally.skipped_over_bound += (count - fitting) as u64;
+        let call = Call::Malloc { size };
+        let outcomes = self.threads.call_all(vec![call; fitting]);
+        for outcome in outcomes {
+            self.admit_new(call, outcome, size, 1, Origin::Plain, false);
+        }
+    }
+
+    /// Records the block `call` returned (`outcome`), which must have succeeded.
+    fn admit_new(
+        &mut self,
+        call: Call,
+        outcome: Outcome,
+        requested: usize,
+        align: usize,
+        origin: Origin,
+        zeroed: bool,
+    ) {
         self.assert_served(call, outcome.value, outcome.errno);
         let block = LiveBlock {
             addr: outcome.value,
@@ -242,7 +270,6 @@ impl MallocModel {
             origin,
             thread: self.threads.current_serial(),
         };
-        let zeroed = matches!(entry, Entry::Calloc { .. });
         self.admit(block, align, zeroed, call);
         self.tally.allocations += 1;
         self.tally.calloc_allocations += u64::from(zeroed);
@@ -323,6 +350,32 @@ impl MallocModel {
     }
 
     fn free_at(&mut self, index: usize, sized: bool) {
+        let (block, call) = self.take_for_free(index, sized);
+        let outcome = self.threads.call(call);
+        self.note_free(&block, call, outcome);
+    }
+
+    /// Frees of up to `count` blocks, each from `slot`, in one batch.
+    fn free_many(&mut self, slot: usize, count: usize) {
+        let mut blocks = Vec::new();
+        let mut calls = Vec::new();
+        for _ in 0..count {
+            let Some(index) = self.index_of(slot) else {
+                break;
+            };
+            let (block, call) = self.take_for_free(index, false);
+            blocks.push(block);
+            calls.push(call);
+        }
+        let outcomes = self.threads.call_all(calls.clone());
+        for ((block, call), outcome) in blocks.iter().zip(calls).zip(outcomes) {
+            self.note_free(block, call, outcome);
+        }
+    }
+
+    /// Takes the block at `index` out of the shadow (checked intact) and names the free for it:
+    /// with `sized`, the sized free its origin allows.
+    fn take_for_free(&mut self, index: usize, sized: bool) -> (LiveBlock, Call) {
         let block = self.take(index, "free");
         let addr = block.addr;
         let call = match (sized, block.origin) {
@@ -337,9 +390,13 @@ impl MallocModel {
             },
             _ => Call::Free { addr },
         };
-        let outcome = self.threads.call(call);
+        (block, call)
+    }
+
+    /// Checks a free's outcome (errno kept) and counts it.
+    fn note_free(&mut self, block: &LiveBlock, call: Call, outcome: Outcome) {
         assert_eq!(outcome.errno, ERRNO_UNSET, "{call:?} changed errno");
-        self.note_release(&block);
+        self.note_release(block);
         self.tally.frees += 1;
         self.tally.sized_frees += u64::from(!matches!(call, Call::Free { .. }));
     }
@@ -522,8 +579,8 @@ impl MallocModel {
             u64::from(block.thread != self.threads.current_serial());
     }
 
-    fn usable_size(&mut self, addr: usize) -> usize {
-        self.threads.call(Call::UsableSize { addr }).value
+    fn usable_size(&self, addr: usize) -> usize {
+        self.threads.call_here(Call::UsableSize { addr }).value
     }
 
     fn has_room_for(&self, bytes: usize) -> bool {

@@ -10,7 +10,7 @@
 //!
 //! | kind | operation |
 //! |---|---|
-//! | 0-2, 15 | `malloc` |
+//! | 0-2 | `malloc` (and 15 unless `aux2` is 15) |
 //! | 3 | `calloc` of `1 + aux1 % 8` elements |
 //! | 4 | `realloc(NULL, n)` |
 //! | 5 | an aligned entry point (`aux2 % 5`) at alignment `2^(aux1 + aux2 / 8)`: 1 B to 64 KiB |
@@ -22,11 +22,13 @@
 //! | 12 | switch to thread `aux1 % 3` |
 //! | 13 | retire worker `1 + aux1 % 2` (its thread exits holding its cache); if `aux1 & 2`, its exit destructor first frees `aux1 / 4` blocks from slot `value` and runs probes |
 //! | 14 | an edge case (`aux1 % 9`, see [`EdgeCase`]) on slot `value` |
+//! | 15 with `aux2` = 15 | `aux1` even: `malloc` of `512 * (1 + aux1 / 2)` blocks of a small size (band `% 5`); odd: `free` of as many from slot `value` |
 //!
 //! Sizes reach every path of a malloc like heapworks-malloc's: tiny (up to 128 B), the classes
 //! slots take once promoted (129 to 384 B), the rest of the small classes (to 1016 B), medium
 //! (to 256 KiB), large (to 40 MiB, past a 32 MiB per-thread cache) and the boundaries between
-//! them.
+//! them. The bulk operations move enough blocks of one class (up to 4096) to overflow a thread
+//! cache and its transfer batches, so slabs fill, empty and are given back.
 
 use super::THREADS;
 
@@ -137,6 +139,16 @@ pub enum MallocOp {
     Edge {
         case: EdgeCase,
         slot: usize,
+    },
+    /// `count` `malloc`s of `size`.
+    AllocateMany {
+        size: usize,
+        count: usize,
+    },
+    /// Frees of up to `count` blocks, each from slot `slot`.
+    FreeMany {
+        slot: usize,
+        count: usize,
     },
 }
 
@@ -255,6 +267,18 @@ impl MallocOp {
                 case: EDGE_CASES[usize::from(aux1) % EDGE_CASES.len()],
                 slot,
             },
+            // Rare (a bulk operation costs thousands of calls), and common enough in 1024.
+            15 if aux2 == 15 => {
+                let count = 512 * (1 + usize::from(aux1 / 2));
+                if aux1.is_multiple_of(2) {
+                    MallocOp::AllocateMany {
+                        size: size_of_band(band % 5, value),
+                        count,
+                    }
+                } else {
+                    MallocOp::FreeMany { slot, count }
+                }
+            }
             _ => allocate(Entry::Malloc),
         }
     }
@@ -305,6 +329,20 @@ mod tests {
                 exit_work: true,
                 exit_frees: 3,
                 slot: 0xffff
+            }
+        );
+        assert_eq!(
+            ops[15],
+            MallocOp::FreeMany {
+                slot: 0xffff,
+                count: 4096,
+            }
+        );
+        assert_eq!(
+            MallocOp::decode([0x0f, 0xf4, 0xff, 0xff]),
+            MallocOp::AllocateMany {
+                size: 1016,
+                count: 512
             }
         );
         assert_eq!(MallocOp::decode_all(&[0; 11]).len(), 2);

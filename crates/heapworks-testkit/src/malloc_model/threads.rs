@@ -1,13 +1,15 @@
 //! The threads a malloc model's calls run on: the caller's (thread 0) and up to
 //! [`THREADS`]` - 1` workers, used strictly one at a time.
 //!
-//! Invariants: a call runs on the current thread and the caller waits for its outcome before
-//! anything else happens, so a run is as deterministic as a single-threaded one while the
-//! malloc sees its blocks allocated, freed and cached by different threads. A worker starts at
-//! its first call; [`Threads::retire`] ends it (its thread exits, with whatever its malloc
-//! cache holds) and joins it before returning, and a later call on it starts a new one. Calls
-//! carry addresses, not pointers, so they can cross threads; errno, which is per thread, is
-//! set to [`ERRNO_UNSET`] before each call and read after it on the thread that made it.
+//! Invariants: calls run on the current thread, a batch of them in order, and the caller waits
+//! for their outcomes before anything else happens, so a run is as deterministic as a
+//! single-threaded one while the malloc sees its blocks allocated, freed and cached by
+//! different threads (a batch costs one hand-off, which is what makes thousands of calls on a
+//! worker affordable). A worker starts at its first call; [`Threads::retire`] ends it (its
+//! thread exits, with whatever its malloc cache holds) and joins it before returning, and a
+//! later call on it starts a new one. Calls carry addresses, not pointers, so they can cross
+//! threads; errno, which is per thread, is set to [`ERRNO_UNSET`] before each call and read
+//! after it on the thread that made it.
 
 use std::ffi::{c_int, c_void};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -157,20 +159,25 @@ fn errno() -> c_int {
 
 /// A worker thread: it makes the calls it receives, one at a time, until its sender is dropped.
 struct Worker {
-    calls: SyncSender<Call>,
-    outcomes: Receiver<Outcome>,
+    calls: SyncSender<Vec<Call>>,
+    outcomes: Receiver<Vec<Outcome>>,
     thread: JoinHandle<()>,
+}
+
+/// Makes `calls` in order on the calling thread.
+fn perform_all(api: &CApi, calls: &[Call]) -> Vec<Outcome> {
+    calls.iter().map(|&call| perform(api, call)).collect()
 }
 
 impl Worker {
     fn start(api: CApi, index: usize) -> Worker {
-        let (calls, incoming) = sync_channel::<Call>(1);
-        let (reply, outcomes) = sync_channel::<Outcome>(1);
+        let (calls, incoming) = sync_channel::<Vec<Call>>(1);
+        let (reply, outcomes) = sync_channel::<Vec<Outcome>>(1);
         let thread = std::thread::Builder::new()
             .name(format!("malloc-model-{index}"))
             .spawn(move || {
-                for call in incoming {
-                    if reply.send(perform(&api, call)).is_err() {
+                for batch in incoming {
+                    if reply.send(perform_all(&api, &batch)).is_err() {
                         break;
                     }
                 }
@@ -183,8 +190,8 @@ impl Worker {
         }
     }
 
-    fn call(&self, call: Call) -> Outcome {
-        self.calls.send(call).expect("the worker is running");
+    fn call_all(&self, calls: Vec<Call>) -> Vec<Outcome> {
+        self.calls.send(calls).expect("the worker is running");
         self.outcomes.recv().expect("the worker answers")
     }
 
@@ -264,6 +271,15 @@ impl Threads {
         if self.current == 0 {
             return perform(&self.api, call);
         }
+        self.call_all(vec![call])[0]
+    }
+
+    /// Makes `calls` in order on the current thread (starting its worker if needed) and waits
+    /// for them.
+    pub fn call_all(&mut self, calls: Vec<Call>) -> Vec<Outcome> {
+        if self.current == 0 {
+            return perform_all(&self.api, &calls);
+        }
         let index = self.current;
         if self.workers[index - 1].is_none() {
             self.started += 1;
@@ -273,7 +289,13 @@ impl Threads {
         self.workers[index - 1]
             .as_ref()
             .expect("the worker was just started")
-            .call(call)
+            .call_all(calls)
+    }
+
+    /// Makes `call` on the caller's thread, whichever is current: for queries, such as
+    /// `malloc_usable_size`, whose answer does not depend on the thread asking.
+    pub fn call_here(&self, call: Call) -> Outcome {
+        perform(&self.api, call)
     }
 }
 
