@@ -460,11 +460,27 @@ impl MallocModel {
             }),
             EdgeCase::PosixMemalignBadAlign => {
                 let align = [0, 4, 24, 48, 3 << 20][slot % 5];
-                let call = Call::PosixMemalign { align, size: 64 };
-                let outcome = self.threads.call(call);
-                assert_eq!(outcome.status, libc::EINVAL, "{call:?}");
-                assert_eq!(outcome.value, MEMPTR_UNSET, "{call:?} wrote *memptr");
+                self.expect_posix_memalign_failure(align, 64, libc::EINVAL);
             }
+            EdgeCase::PosixMemalignTooLarge => {
+                self.expect_posix_memalign_failure(64, usize::MAX - 4095 - slot, libc::ENOMEM);
+            }
+            EdgeCase::MemalignBadAlign => {
+                let call = Call::Memalign {
+                    align: (usize::MAX >> 1) + 2 + slot,
+                    size: 64,
+                };
+                let outcome = self.threads.call(call);
+                assert_eq!(outcome.value, 0, "{call:?} succeeded");
+                assert_eq!(
+                    outcome.errno,
+                    libc::EINVAL,
+                    "{call:?} failed with another errno"
+                );
+            }
+            EdgeCase::PvallocTooLarge => self.expect_failure(Call::Pvalloc {
+                size: usize::MAX - slot,
+            }),
             EdgeCase::AlignedAllocTooLarge => self.expect_failure(Call::AlignedAlloc {
                 align: 64,
                 size: usize::MAX - 4095 - slot,
@@ -493,6 +509,14 @@ impl MallocModel {
             libc::ENOMEM,
             "{call:?} failed with another errno"
         );
+    }
+
+    /// Makes a `posix_memalign` that must fail with `status` and leave `*memptr` alone.
+    fn expect_posix_memalign_failure(&mut self, align: usize, size: usize, status: c_int) {
+        let call = Call::PosixMemalign { align, size };
+        let outcome = self.threads.call(call);
+        assert_eq!(outcome.status, status, "{call:?}");
+        assert_eq!(outcome.value, MEMPTR_UNSET, "{call:?} wrote *memptr");
     }
 
     /// Panics unless `call` returned a block: every request within the bound must be served.

@@ -21,7 +21,7 @@
 //! | 11 | `reallocarray` of slot `aux2` to `1 + aux1 % 4` elements of a size of the band |
 //! | 12 | switch to thread `aux1 % 3` |
 //! | 13 | retire worker `1 + aux1 % 2` (its thread exits holding its cache); if `aux1 & 2`, its exit destructor first frees `aux1 / 4` blocks from slot `value` and runs probes |
-//! | 14 | an edge case (`aux1 % 9`, see [`EdgeCase`]) on slot `value` |
+//! | 14 | an edge case (`aux1 % 12`, see [`EdgeCase`]) on slot `value` |
 //! | 15 with `aux2` = 15 | `aux1` even: `malloc` of `512 * (1 + aux1 / 2)` blocks of a small size (band `% 5`); odd: `free` of as many from slot `value` |
 //!
 //! Sizes reach every path of a malloc like heapworks-malloc's: tiny (up to 128 B), the classes
@@ -89,9 +89,15 @@ pub enum EdgeCase {
     UsableSizeNull,
     /// `realloc(p, 0)`: frees `p`; NULL or a block of size 0.
     ReallocToZero,
+    /// `posix_memalign(&p, 64, n)` with `n` near `SIZE_MAX`: `ENOMEM`, `*memptr` untouched.
+    PosixMemalignTooLarge,
+    /// `memalign` with an alignment above `SIZE_MAX / 2 + 1`: NULL, `EINVAL`.
+    MemalignBadAlign,
+    /// `pvalloc` of a size near `SIZE_MAX`: NULL, `ENOMEM`.
+    PvallocTooLarge,
 }
 
-const EDGE_CASES: [EdgeCase; 9] = [
+pub(crate) const EDGE_CASES: [EdgeCase; 12] = [
     EdgeCase::FreeNull,
     EdgeCase::MallocTooLarge,
     EdgeCase::CallocOverflow,
@@ -101,6 +107,9 @@ const EDGE_CASES: [EdgeCase; 9] = [
     EdgeCase::AlignedAllocTooLarge,
     EdgeCase::UsableSizeNull,
     EdgeCase::ReallocToZero,
+    EdgeCase::PosixMemalignTooLarge,
+    EdgeCase::MemalignBadAlign,
+    EdgeCase::PvallocTooLarge,
 ];
 
 /// One operation. Slots name live blocks by position, modulo their number (any value is

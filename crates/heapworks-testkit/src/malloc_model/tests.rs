@@ -108,6 +108,21 @@ fn the_c_library_malloc_passes_and_every_kind_of_work_happens() {
 }
 
 #[test]
+fn every_edge_case_holds_for_the_c_library() {
+    let mut model = MallocModel::new(LIBC);
+    for case in ops::EDGE_CASES {
+        model.apply(MallocOp::Edge { case, slot: 7 });
+    }
+    model.apply(malloc_of(5000));
+    for case in ops::EDGE_CASES {
+        model.apply(MallocOp::Edge { case, slot: 7 });
+        model.apply(malloc_of(100));
+    }
+    let tally = model.finish();
+    assert_eq!(tally.edge_cases, 2 * ops::EDGE_CASES.len() as u64);
+}
+
+#[test]
 fn finish_frees_everything() {
     let mut model = MallocModel::new(LIBC);
     for op in random_ops(2, 500) {
