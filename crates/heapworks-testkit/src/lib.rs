@@ -16,9 +16,15 @@
 //!   such request is served from nothing); both cost two comparisons, as the model reads the
 //!   statistics before every request anyway;
 //! - `check()` passes (every `check_every` operations, and always at the end).
+//!
+//! [`malloc_model`] does the same for a C malloc through its API (heapworks-malloc's fuzz
+//! target), with the same patterns.
+
+pub mod malloc_model;
 
 use std::alloc::Layout;
 use std::collections::BTreeMap;
+use std::ops::Range;
 use std::ptr::NonNull;
 
 use heapworks::Heap;
@@ -255,7 +261,7 @@ impl<'a> Model<'a> {
                 let id = self.next_id;
                 self.next_id += 1;
                 self.admit(Block { ptr, layout, id });
-                fill(ptr, layout.size(), id);
+                fill(ptr, 0..layout.size(), id);
             }
             Err(_) => {
                 self.tally.failed_allocations += 1;
@@ -290,7 +296,7 @@ impl<'a> Model<'a> {
             let id = self.next_id;
             self.next_id += 1;
             self.admit(Block { ptr, layout, id });
-            fill(ptr, layout.size(), id);
+            fill(ptr, 0..layout.size(), id);
         }
     }
 
@@ -298,7 +304,7 @@ impl<'a> Model<'a> {
         let Some(index) = self.slot(slot) else { return };
         let block = self.live.swap_remove(index);
         self.spans.remove(&block.ptr.as_ptr().addr());
-        verify(block.ptr, block.layout.size(), block.id, "free");
+        verify(block.ptr, 0..block.layout.size(), block.id, "free");
         // SAFETY: `block` is live in this heap with this layout, and is forgotten here.
         unsafe {
             if with_layout {
@@ -313,7 +319,12 @@ impl<'a> Model<'a> {
     fn realloc(&mut self, slot: usize, size: usize) {
         let Some(index) = self.slot(slot) else { return };
         let block = self.live[index];
-        verify(block.ptr, block.layout.size(), block.id, "realloc (before)");
+        verify(
+            block.ptr,
+            0..block.layout.size(),
+            block.id,
+            "realloc (before)",
+        );
         let before = self.heap.stats();
         // SAFETY: `block` is live in this heap with this layout.
         let result = unsafe { self.heap.realloc(block.ptr, block.layout, size) };
@@ -330,7 +341,7 @@ impl<'a> Model<'a> {
                     self.tally.reallocs_in_place += 1;
                 }
                 let kept = block.layout.size().min(size);
-                verify(ptr, kept, block.id, "realloc (after)");
+                verify(ptr, 0..kept, block.id, "realloc (after)");
                 self.live.swap_remove(index);
                 self.spans.remove(&block.ptr.as_ptr().addr());
                 let layout = Layout::from_size_align(size, block.layout.align()).unwrap();
@@ -339,12 +350,17 @@ impl<'a> Model<'a> {
                     layout,
                     ..block
                 });
-                fill(ptr, size, block.id);
+                fill(ptr, 0..size, block.id);
             }
             Err(_) => {
                 self.tally.failed_reallocs += 1;
                 self.assert_unchanged(before);
-                verify(block.ptr, block.layout.size(), block.id, "failed realloc");
+                verify(
+                    block.ptr,
+                    0..block.layout.size(),
+                    block.id,
+                    "failed realloc",
+                );
             }
         }
     }
@@ -362,8 +378,8 @@ impl<'a> Model<'a> {
             self.spans.remove(&block.ptr.as_ptr().addr());
             let layout = Layout::from_size_align(size, block.layout.align()).unwrap();
             self.admit(Block { layout, ..block });
-            verify(block.ptr, block.layout.size(), block.id, "grow in place");
-            fill(block.ptr, size, block.id);
+            verify(block.ptr, 0..block.layout.size(), block.id, "grow in place");
+            fill(block.ptr, 0..size, block.id);
         }
     }
 
@@ -411,18 +427,23 @@ fn pattern(id: u64, offset: usize) -> u8 {
     (id as usize).wrapping_mul(31).wrapping_add(offset / 8) as u8
 }
 
-fn fill(ptr: NonNull<u8>, len: usize, id: u64) {
-    // SAFETY: the block holds at least `len` bytes and is owned by the model.
-    let bytes = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) };
-    for (offset, byte) in bytes.iter_mut().enumerate() {
-        *byte = pattern(id, offset);
+/// Writes block `id`'s pattern over the bytes `range` of the block at `ptr`.
+fn fill(ptr: NonNull<u8>, range: Range<usize>, id: u64) {
+    // SAFETY: the block holds at least `range.end` bytes and is owned by the model.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), range.end) };
+    for offset in range {
+        bytes[offset] = pattern(id, offset);
     }
 }
 
-fn verify(ptr: NonNull<u8>, len: usize, id: u64, when: &str) {
-    // SAFETY: the block holds at least `len` initialized bytes written by `fill`.
-    let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) };
-    if let Some(offset) = (0..len).find(|&offset| bytes[offset] != pattern(id, offset)) {
+/// Panics unless the bytes `range` of the block at `ptr` still hold block `id`'s pattern.
+fn verify(ptr: NonNull<u8>, range: Range<usize>, id: u64, when: &str) {
+    // SAFETY: the block holds at least `range.end` bytes, those in `range` written by `fill`.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), range.end) };
+    if let Some(offset) = range
+        .clone()
+        .find(|&offset| bytes[offset] != pattern(id, offset))
+    {
         panic!("block {id} lost its contents at byte {offset} ({when})");
     }
 }
