@@ -44,6 +44,39 @@ pub(crate) fn corrupted_link(block: *mut u8) -> ! {
     ))
 }
 
+/// Reports a red zone beside a block overwritten (secure mode), and aborts.
+#[cold]
+pub(crate) fn overflow(block: *mut u8, bytes: usize, after: bool) -> ! {
+    let side = if after {
+        "an overflow past the end"
+    } else {
+        "an underflow before the start"
+    };
+    report(format_args!(
+        "{side} of {block:p} ({bytes} B block): the red zone beside it was overwritten"
+    ))
+}
+
+/// Reports a fault on a protected page (secure mode's guard pages and freed large blocks),
+/// and aborts.
+#[cold]
+pub(crate) fn protected_page(address: *mut u8) -> ! {
+    report(format_args!(
+        "access to {address:p} faulted on a protected page: an overflow into a large block's \
+         guard page, or a use of a freed large block"
+    ))
+}
+
+/// Reports a fault inside the allocator's code (secure mode): a pointer that is not a block
+/// was passed to it, and aborts.
+#[cold]
+pub(crate) fn wild_pointer(address: *mut u8) -> ! {
+    report(format_args!(
+        "reading {address:p} faulted inside malloc: a pointer that is not a block was passed to \
+         free, realloc or malloc_usable_size (or the heap is corrupt)"
+    ))
+}
+
 /// Reports a block resized (or asked its size) after it was freed, and aborts.
 #[cold]
 pub(crate) fn freed_block(what: &str, block: *mut u8, bytes: usize) -> ! {

@@ -103,6 +103,9 @@ pub use api::{
 /// fork handlers.
 extern "C" fn on_load() {
     config::load();
+    if config::secure() {
+        secure::report_faults();
+    }
     tcache::exit_key();
     fork::register();
 }

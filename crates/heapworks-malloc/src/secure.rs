@@ -17,9 +17,10 @@
 //!   write after free (or an overflow from a neighbour), reported before the block serves
 //!   again; it then joins the freeing thread's stash (marked, so a free of it is a double free)
 //!   or goes back to its slab or the central heap.
-//! - **Slabs**: a slab's slots are handed out in a random order, every free-list link a refill
-//!   follows is checked to stay in its slab, and emptied slabs stay resident (see
-//!   [`crate::tiny`]).
+//! - **Slabs**: a slab's slots are handed out in a random order, every other slot of a new
+//!   slab is a red zone filled with a canary (checked on both sides of a slot when it is
+//!   freed: overflows and underflows into a neighbour are caught), and emptied slabs stay
+//!   resident (see [`crate::tiny`]).
 //! - **Large blocks**: end against a guard page (an overflow faults at once), are never reused
 //!   or resized in place, and when freed are made inaccessible but for their header page and
 //!   held in a ring of 16 before they are unmapped (a second free is caught, a use faults).
@@ -102,6 +103,7 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
             if !tiny::is_slot_start(block) {
                 fault::invalid_pointer("free", block.as_ptr());
             }
+            tiny::check_red_zones(block);
             bytes
         }
         None => central::lock().validate(block, "free"),
@@ -179,4 +181,92 @@ pub(crate) fn lock_for_fork() {
 pub(crate) unsafe fn unlock_after_fork() {
     // SAFETY: forwarded from the caller.
     unsafe { QUARANTINE.force_unlock() };
+}
+
+/// `si_code` of a fault on a mapped page without the access asked (Linux's `SEGV_ACCERR`).
+const SEGV_ACCERR: core::ffi::c_int = 2;
+
+/// The start and one past the end of this library's code, when it is a shared object of its
+/// own (0, 0 when it is linked into the program, whose own faults must not be blamed on it).
+static CODE: [core::sync::atomic::AtomicUsize; 2] =
+    [const { core::sync::atomic::AtomicUsize::new(0) }; 2];
+/// The program's SIGSEGV disposition before ours, restored for a fault that is not ours.
+static mut PREVIOUS: core::mem::MaybeUninit<libc::sigaction> = core::mem::MaybeUninit::zeroed();
+
+/// Installs secure mode's report of faults (from the constructor, single-threaded): a fault
+/// on a protected page (a large block's guard page, or a freed large block's pages) is an
+/// overflow or a use after free, and a fault inside this library's code is a wild pointer
+/// passed to it; both are reported with the address and abort, like every caught misuse.
+/// Any other fault goes to the disposition the program had. A program that installs its own
+/// SIGSEGV handler later replaces this one.
+pub(crate) fn report_faults() {
+    find_own_code();
+    // SAFETY: a zeroed sigaction with a handler and flags set is valid; the previous one is
+    // stored for the handler, which runs only after this returns.
+    unsafe {
+        let mut action: libc::sigaction = core::mem::zeroed();
+        action.sa_sigaction = on_fault as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(libc::SIGSEGV, &action, (&raw mut PREVIOUS).cast());
+    }
+}
+
+/// Records the executable segment of the shared object holding this code.
+fn find_own_code() {
+    extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        _data: *mut core::ffi::c_void,
+    ) -> core::ffi::c_int {
+        let here = on_fault as *const () as usize;
+        // SAFETY: the loader passes a valid record and its program headers.
+        unsafe {
+            let info = &*info;
+            let named = !info.dlpi_name.is_null() && *info.dlpi_name != 0;
+            for index in 0..info.dlpi_phnum as usize {
+                let header = &*info.dlpi_phdr.add(index);
+                let start = info.dlpi_addr as usize + header.p_vaddr as usize;
+                let end = start + header.p_memsz as usize;
+                let code = header.p_type == libc::PT_LOAD && header.p_flags & libc::PF_X != 0;
+                if code && (start..end).contains(&here) {
+                    if named {
+                        CODE[0].store(start, core::sync::atomic::Ordering::Relaxed);
+                        CODE[1].store(end, core::sync::atomic::Ordering::Relaxed);
+                    }
+                    return 1;
+                }
+            }
+        }
+        0
+    }
+    // SAFETY: the callback only reads the records it is given.
+    unsafe { libc::dl_iterate_phdr(Some(visit), core::ptr::null_mut()) };
+}
+
+extern "C" fn on_fault(
+    signal: core::ffi::c_int,
+    info: *mut libc::siginfo_t,
+    context: *mut core::ffi::c_void,
+) {
+    // SAFETY: the kernel passes a valid siginfo and ucontext for an SA_SIGINFO handler.
+    let (address, code, at) = unsafe {
+        let context = &*context.cast::<libc::ucontext_t>();
+        (
+            (*info).si_addr().cast::<u8>(),
+            (*info).si_code,
+            context.uc_mcontext.gregs[libc::REG_RIP as usize] as usize,
+        )
+    };
+    if code == SEGV_ACCERR {
+        fault::protected_page(address);
+    }
+    let ours = CODE[0].load(core::sync::atomic::Ordering::Relaxed)
+        ..CODE[1].load(core::sync::atomic::Ordering::Relaxed);
+    if ours.contains(&at) {
+        fault::wild_pointer(address);
+    }
+    // Not ours: the previous disposition, and the faulting instruction runs again.
+    // SAFETY: PREVIOUS was filled by `report_faults` before this handler could run.
+    unsafe { libc::sigaction(signal, (&raw const PREVIOUS).cast(), core::ptr::null_mut()) };
 }

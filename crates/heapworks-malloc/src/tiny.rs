@@ -79,7 +79,7 @@
 //!   its class's refills take its slots (the tiny areas' refills always do).
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use heapworks::GRANULE;
 
@@ -245,6 +245,9 @@ struct SlabMeta {
     next: u32,
     /// The previous slab in the partial list (index plus one; 0: none).
     prev: u32,
+    /// Secure mode: the slab's odd slots are red zones (see [`Slabs::shuffle_fresh`]); set
+    /// once, under the lock, and read without it by [`check_red_zones`].
+    red_zones: AtomicU32,
 }
 
 /// One area's slabs.
@@ -298,6 +301,58 @@ pub(crate) fn is_slot_start(ptr: NonNull<u8>) -> bool {
     let within = ptr.as_ptr().addr() & (SLAB_BYTES - 1);
     let size = slot_bytes(area);
     within.is_multiple_of(size) && within / size < slots(area) as usize
+}
+
+/// What every word of a red zone holds: the secret mixed with the word's address.
+fn canary(word: *const usize) -> usize {
+    config::secret() ^ word.addr()
+}
+
+/// Secure mode: checks the red zones on either side of `slot` (a slot start, see
+/// [`is_slot_start`]) if its slab has them, and reports an overflow into one, or a free of a
+/// red zone itself. Reads the table without the lock: a slab's red-zone flag is set once,
+/// before any of its slots is handed out.
+pub(crate) fn check_red_zones(slot: NonNull<u8>) {
+    let offset = slot
+        .as_ptr()
+        .addr()
+        .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed));
+    let (area, index) = (
+        offset >> STRIDE_SHIFT,
+        (offset & (STRIDE - 1)) >> SLAB_SHIFT,
+    );
+    let table = slot
+        .as_ptr()
+        .wrapping_sub(offset)
+        .wrapping_add(SLOT_AREAS * STRIDE)
+        .cast::<SlabMeta>();
+    // SAFETY: the slot lies in a started slab, whose metadata row is committed.
+    let zoned = unsafe { &(*table.wrapping_add(index * SLOT_AREAS + area)).red_zones };
+    if zoned.load(Ordering::Relaxed) == 0 {
+        return;
+    }
+    let size = slot_bytes(area);
+    let at = (offset & (SLAB_BYTES - 1)) / size;
+    if at % 2 == 1 {
+        crate::fault::invalid_pointer("free", slot.as_ptr());
+    }
+    let zones = [
+        at.checked_sub(1),
+        Some(at + 1).filter(|&i| i < slots(area) as usize),
+    ];
+    for zone in zones.into_iter().flatten() {
+        let words = slot
+            .as_ptr()
+            .wrapping_sub(at * size)
+            .wrapping_add(zone * size)
+            .cast::<usize>();
+        for word in 0..size / core::mem::size_of::<usize>() {
+            // SAFETY: the red zone is a slot of the same committed slab.
+            if unsafe { words.add(word).read() } != canary(words.wrapping_add(word)) {
+                crate::fault::overflow(slot.as_ptr(), size, zone > at);
+            }
+        }
+    }
 }
 
 /// Whether `next`, a link read from a free slot of the slab at `slab`, is null or a slot start
@@ -557,7 +612,11 @@ impl Slabs {
     /// Secure mode: puts the slots of slab `index` of `area` not yet handed out on its free
     /// list in a random order, so that a program cannot predict which slot neighbours which:
     /// the order `start + k * step` (modulo their count) for a random start and a random step
-    /// prime to the count, which visits each once.
+    /// prime to the count, which visits each once. A slab never used before gets red zones:
+    /// its odd slots are never handed out (counted out for good) but filled with a canary
+    /// ([`canary`]), so an overflow from a slot into the next, or an underflow into the one
+    /// before, is found when the slot is freed ([`check_red_zones`]). Half the slab's slots
+    /// are the price.
     ///
     /// # Safety
     /// The slab is started and the lock held.
@@ -568,20 +627,34 @@ impl Slabs {
         unsafe {
             let meta = &mut *self.meta(area, index);
             let from = meta.fresh as usize;
-            let count = slots(area) as usize - from;
-            if count == 0 {
+            let all = slots(area) as usize;
+            if from == all {
                 return;
+            }
+            // With red zones, slot `2 * j` for the `j`-th slot handed out, else `from + j`.
+            let zoned = from == 0;
+            let count = if zoned { all.div_ceil(2) } else { all - from };
+            if zoned {
+                for zone in (1..all).step_by(2) {
+                    let words = slab.add(zone * size).cast::<usize>();
+                    for word in 0..size / core::mem::size_of::<usize>() {
+                        words.add(word).write(canary(words.add(word).as_ptr()));
+                    }
+                }
+                meta.used += (all / 2) as u32;
+                meta.red_zones.store(1, Ordering::Relaxed);
             }
             let start = (config::random() % count as u64) as usize;
             let step = step_prime_to(count);
             let mut head = meta.free;
             for k in 0..count {
-                let slot = slab.add((from + (start + k * step) % count) * size);
+                let j = (start + k * step) % count;
+                let slot = slab.add(if zoned { 2 * j } else { from + j } * size);
                 link::set(slot, head);
                 head = slot.as_ptr();
             }
             meta.free = head;
-            meta.fresh = slots(area);
+            meta.fresh = all as u32;
         }
     }
 

@@ -50,10 +50,17 @@ fn writes_after_free_are_found_when_the_quarantine_lets_the_block_go() {
 }
 
 #[test]
-fn overflows_into_a_heap_neighbour_are_caught() {
-    for size in ["300", "1000", "4000"] {
+fn overflows_into_a_neighbour_are_caught() {
+    // Slots of 64 B (an even number a slab: every handed-out slot has a red zone after it),
+    // heap blocks (the neighbour's header), a large block (its guard page).
+    for size in ["64", "300", "1000", "4000", "1048576"] {
         caught(&["overflow", size], "");
     }
+}
+
+#[test]
+fn wild_pointers_are_caught() {
+    caught(&["wild"], "reading 0x");
 }
 
 #[test]

@@ -4,6 +4,7 @@
  *   misuse delayed SIZE   a block freed, another freed, then the first again
  *   misuse stack          a pointer into the stack freed
  *   misuse global         a pointer into a global array freed
+ *   misuse wild           a pointer into memory just unmapped freed
  *   misuse usable         malloc_usable_size of stack and global pointers: 0 (not a misuse
  *                         that aborts: prints `usable: ok`)
  *   misuse written SIZE   a block freed, then written (a use after free), then 5000 blocks of
@@ -20,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "check.h"
 
@@ -70,6 +72,11 @@ int main(int argc, char **argv) {
         void *target = launder(global_bytes + 64);
         printf("%s\n", first == target || second == target ? "steered" : "not steered");
         return 0;
+    } else if (!strcmp(argv[1], "wild")) {
+        char *gone = mmap(NULL, 1 << 16, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        CHECK(gone != MAP_FAILED);
+        munmap(gone, 1 << 16);
+        free(launder(gone + 4096));
     } else if (!strcmp(argv[1], "usable")) {
         CHECK(malloc_usable_size(launder(stack_bytes + 64)) == 0);
         CHECK(malloc_usable_size(launder(global_bytes + 64)) == 0);
