@@ -1,0 +1,104 @@
+//! The inline backend: buffers in this process's own memory.
+//!
+//! Below [`Inline::map_threshold`] a buffer comes from the global allocator (aligned to 64 B;
+//! zeroed ones from `alloc_zeroed`, which the C allocator serves from fresh pages when it
+//! can); from the threshold on it is a private anonymous mapping of whole pages, zero from
+//! the kernel at no cost, and from 2 MiB on the mapping is advised `MADV_HUGEPAGE` when
+//! [`Inline::huge_pages`] is set, so that the kernel may back it with transparent huge pages
+//! (one fault per 2 MiB instead of per 4 KiB where THP is in `madvise` or `always` mode; a
+//! kernel without THP refuses the advice, which is then ignored).
+
+use std::alloc::{alloc, alloc_zeroed};
+use std::ptr::{self, NonNull};
+
+use super::{page_rounded, Backend, Memory, Region};
+use crate::error::PoolError;
+
+/// Size from which transparent huge pages are asked for.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// Buffers in this process: the heap for small ones, private mappings for large ones.
+#[derive(Debug, Clone, Copy)]
+pub struct Inline {
+    /// Buffers of this many bytes and more are mapped with `mmap` (default 256 KiB).
+    pub map_threshold: usize,
+    /// Ask for transparent huge pages on mappings of 2 MiB and more (default on).
+    pub huge_pages: bool,
+}
+
+impl Default for Inline {
+    fn default() -> Self {
+        Self {
+            map_threshold: 256 << 10,
+            huge_pages: true,
+        }
+    }
+}
+
+impl Backend for Inline {
+    fn name(&self) -> &'static str {
+        "inline"
+    }
+
+    fn allocate(&self, capacity: usize, zeroed: bool) -> Result<Region, PoolError> {
+        if capacity < self.map_threshold {
+            allocate_heap(capacity, zeroed)
+        } else {
+            map_private(capacity, self.huge_pages)
+        }
+    }
+}
+
+/// A heap region of `capacity` bytes.
+fn allocate_heap(capacity: usize, zeroed: bool) -> Result<Region, PoolError> {
+    let layout = Region::heap_layout(capacity).ok_or(PoolError::TooLarge { len: capacity })?;
+    // SAFETY: `capacity > 0` (the backend contract), so the layout is not zero-sized.
+    let raw = unsafe {
+        if zeroed {
+            alloc_zeroed(layout)
+        } else {
+            alloc(layout)
+        }
+    };
+    let ptr = NonNull::new(raw).ok_or(PoolError::OutOfMemory { len: capacity })?;
+    Ok(Region {
+        ptr,
+        capacity,
+        zeroed,
+        memory: Memory::Heap,
+    })
+}
+
+/// A private anonymous mapping of `capacity` bytes rounded up to whole pages.
+fn map_private(capacity: usize, huge_pages: bool) -> Result<Region, PoolError> {
+    let len = page_rounded(capacity).ok_or(PoolError::TooLarge { len: capacity })?;
+    // SAFETY: a fresh anonymous mapping at an address of the kernel's choice (no MAP_FIXED):
+    // it cannot overlap or alter any existing memory.
+    let raw = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return Err(PoolError::last_os("mmap", len));
+    }
+    if huge_pages && len >= HUGE_PAGE {
+        // SAFETY: advice on the mapping just made, which this function owns; MADV_HUGEPAGE
+        // changes no contents. Its failure (no THP in this kernel) only loses the advice.
+        unsafe { libc::madvise(raw, len, libc::MADV_HUGEPAGE) };
+    }
+    // A mapping at address 0 (possible only where vm.mmap_min_addr is 0) cannot be a
+    // `NonNull`: it is refused (and leaked) rather than trusted.
+    let ptr = NonNull::new(raw.cast()).ok_or(PoolError::OutOfMemory { len })?;
+    Ok(Region {
+        ptr,
+        capacity: len,
+        zeroed: true,
+        memory: Memory::Mapped,
+    })
+}
