@@ -11,12 +11,15 @@
 //!   replayed on every contender (`heapworks replay`, the `traces` workload).
 //! - [`malloc_bench`]: `heapworks bench --malloc`, heapworks-malloc against the C mallocs
 //!   (glibc, mimalloc, jemalloc, tcmalloc) preloaded into the same programs.
+//! - [`pool_bench`]: `heapworks bench --pool`, heapworks-pool against fresh allocations,
+//!   inline and in shared memory.
 
 pub mod cli;
 pub mod contenders;
 pub mod gate;
 pub mod instructions;
 pub mod malloc_bench;
+pub mod pool_bench;
 pub mod region;
 pub mod replay;
 pub mod report;

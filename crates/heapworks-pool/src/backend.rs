@@ -25,6 +25,9 @@ pub use shared::{SharedMapping, SharedMemory, ShmHandle};
 use crate::class::GRANULE;
 use crate::error::PoolError;
 
+/// The alignment asked of the global allocator (what malloc gives on 64-bit targets anyway).
+const HEAP_ALIGN: usize = 16;
+
 /// A source of fresh buffers. Implemented by [`Inline`] and [`SharedMemory`]; the regions it
 /// returns can only be made inside this crate, so the set of backends is closed.
 pub trait Backend: Send + Sync + fmt::Debug {
@@ -34,6 +37,13 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// Fresh memory of at least `capacity` bytes (`capacity > 0`), aligned to 64 B; all
     /// zeros when `zeroed` is asked (or when the backend's memory always is).
     fn allocate(&self, capacity: usize, zeroed: bool) -> Result<Region, PoolError>;
+
+    /// Whether buffers of a size class of `capacity` bytes are worth caching. When not, the
+    /// pool hands out a buffer of exactly the request's size and releases it on drop.
+    fn pools(&self, capacity: usize) -> bool {
+        let _ = capacity;
+        true
+    }
 }
 
 /// Memory owned by a pooled buffer, cached or handed out. Released when dropped.
@@ -47,8 +57,9 @@ pub struct Region {
 
 /// Where a region's memory lives, which says how to release it.
 enum Memory {
-    /// `std::alloc` with [`Region::heap_layout`].
-    Heap,
+    /// `std::alloc` with [`Region::heap_layout`], the region starting `offset` bytes into
+    /// the allocation (the first 64-byte boundary).
+    Heap { offset: usize },
     /// A private anonymous mapping.
     Mapped,
     /// A shared mapping of its own memfd.
@@ -62,9 +73,13 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// The layout of a heap region of `capacity` bytes.
+    /// The layout of the allocation behind a heap region of `capacity` bytes: malloc's own
+    /// alignment and room to move the start to a 64-byte boundary. (Asking the allocator for
+    /// 64-byte alignment instead would take glibc's `posix_memalign`, which bypasses its
+    /// thread cache: slower than the few bytes of slack.)
     fn heap_layout(capacity: usize) -> Option<Layout> {
-        Layout::from_size_align(capacity, GRANULE).ok()
+        let size = capacity.checked_add(GRANULE - HEAP_ALIGN)?;
+        Layout::from_size_align(size, HEAP_ALIGN).ok()
     }
 
     /// The first byte.
@@ -91,7 +106,7 @@ impl Region {
     pub fn shared_fd(&self) -> Option<RawFd> {
         match &self.memory {
             Memory::Shared(fd) => Some(fd.as_raw_fd()),
-            Memory::Heap | Memory::Mapped => None,
+            Memory::Heap { .. } | Memory::Mapped => None,
         }
     }
 }
@@ -99,11 +114,12 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         match self.memory {
-            Memory::Heap => {
+            Memory::Heap { offset } => {
                 let layout = Self::heap_layout(self.capacity).expect("made with this layout");
-                // SAFETY: the region was allocated by `std::alloc` with this layout (see
-                // `inline::allocate_heap`) and is released exactly once, here.
-                unsafe { dealloc(self.ptr.as_ptr(), layout) }
+                // SAFETY: the region starts `offset` bytes into an allocation made by
+                // `std::alloc` with this layout (see `inline::allocate_heap`), released
+                // exactly once, here.
+                unsafe { dealloc(self.ptr.as_ptr().sub(offset), layout) }
             }
             Memory::Mapped | Memory::Shared(_) => {
                 // SAFETY: the region is a whole mapping of `capacity` bytes made by `mmap`
@@ -119,7 +135,7 @@ impl Drop for Region {
 impl fmt::Debug for Region {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let kind = match self.memory {
-            Memory::Heap => "heap",
+            Memory::Heap { .. } => "heap",
             Memory::Mapped => "mapped",
             Memory::Shared(_) => "shared",
         };

@@ -21,7 +21,9 @@ use crate::pool::Shared;
 /// The region of one handed-out buffer and where it goes back to.
 pub(crate) struct Lease {
     /// `None` for an empty buffer.
-    held: Option<(Region, usize, Arc<Shared>)>,
+    region: Option<Region>,
+    /// The class and pool the region returns to; `None` for a buffer released on drop.
+    home: Option<(usize, Arc<Shared>)>,
     /// Bytes requested.
     len: usize,
     /// Whether the region arrived all zeros (fresh pages, never written).
@@ -35,26 +37,30 @@ struct Aligned;
 impl Lease {
     pub(crate) fn empty() -> Self {
         Self {
-            held: None,
+            region: None,
+            home: None,
             len: 0,
             zeroed_on_arrival: true,
         }
     }
 
-    pub(crate) fn new(mut region: Region, class: usize, len: usize, pool: Arc<Shared>) -> Self {
+    /// A lease of `len` bytes of `region`, returned to `home` (class and pool) when dropped,
+    /// or released if there is none.
+    pub(crate) fn new(mut region: Region, len: usize, home: Option<(usize, Arc<Shared>)>) -> Self {
         debug_assert!(len <= region.capacity());
         let zeroed_on_arrival = region.is_zeroed();
         region.mark_dirty();
         Self {
-            held: Some((region, class, pool)),
+            region: Some(region),
+            home,
             len,
             zeroed_on_arrival,
         }
     }
 
     fn ptr(&self) -> NonNull<u8> {
-        match &self.held {
-            Some((region, _, _)) => region.ptr(),
+        match &self.region {
+            Some(region) => region.ptr(),
             None => NonNull::<Aligned>::dangling().cast(),
         }
     }
@@ -71,8 +77,8 @@ impl Lease {
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        if let Some((region, class, pool)) = self.held.take() {
-            pool.give_back(class, region);
+        if let (Some(region), Some((class, pool))) = (self.region.take(), &self.home) {
+            pool.give_back(*class, region);
         }
     }
 }
@@ -157,10 +163,7 @@ pub struct PooledBuf<T: Element = u8> {
 impl<T: Element> PooledBuf<T> {
     /// Bytes of memory behind the buffer (its size class, at least `len × size_of::<T>()`).
     pub fn capacity_bytes(&self) -> usize {
-        self.lease
-            .held
-            .as_ref()
-            .map_or(0, |(region, _, _)| region.capacity())
+        self.lease.region.as_ref().map_or(0, Region::capacity)
     }
 
     /// The elements as bytes.
@@ -175,7 +178,7 @@ impl<T: Element> PooledBuf<T> {
     /// before dropping the buffer). While another process writes the buffer, this one must
     /// not use it: the pages are the same.
     pub fn shm_handle(&self) -> Option<ShmHandle> {
-        let (region, _, pool) = self.lease.held.as_ref()?;
+        let (region, (_, pool)) = (self.lease.region.as_ref()?, self.lease.home.as_ref()?);
         Some(ShmHandle {
             fd: region.shared_fd()?,
             offset: 0,

@@ -59,8 +59,11 @@ impl Config {
 pub struct Stats {
     /// Requests served by a cached buffer.
     pub hits: u64,
-    /// Requests served by a fresh buffer from the backend.
+    /// Requests served by a fresh buffer from the backend, to be cached when dropped.
     pub misses: u64,
+    /// Requests the backend served directly, too small to be worth caching (inline heap
+    /// buffers; see [`Inline::pool_heap_buffers`]): released when dropped.
+    pub bypassed: u64,
     /// Cached buffers released to keep within the budget.
     pub evictions: u64,
     /// Cached buffers released for being idle.
@@ -71,7 +74,8 @@ pub struct Stats {
     pub peak_bytes_cached: usize,
     /// Buffers cached now.
     pub buffers_cached: usize,
-    /// Bytes requested by every non-empty `get` so far.
+    /// Bytes requested by every non-empty `get` served by the cache or a fresh pooled buffer
+    /// so far (bypassed requests not included).
     pub bytes_handed_out: u64,
 }
 
@@ -133,7 +137,8 @@ fn unique_id() -> u64 {
 }
 
 impl Pool {
-    /// A pool of inline buffers (heap, and `mmap` from 256 KiB).
+    /// A pool of inline buffers: `mmap` from 256 KiB, pooled; smaller ones from the process
+    /// allocator, not pooled (see [`Inline`]).
     pub fn new(config: Config) -> Self {
         Self::with_backend(config, Inline::default())
     }
@@ -197,6 +202,11 @@ impl Pool {
         }
         let shared = &self.shared;
         let class = shared.classes.of(len).ok_or(PoolError::TooLarge { len })?;
+        if !shared.backend.pools(class.size) {
+            let region = shared.backend.allocate(len, zeroed)?;
+            shared.cache.count_bypass();
+            return Ok(Lease::new(region, len, None));
+        }
         let region = match shared.cache.take(class.index, len) {
             Some(region) => region,
             None => {
@@ -205,7 +215,11 @@ impl Pool {
                 region
             }
         };
-        Ok(Lease::new(region, class.index, len, Arc::clone(shared)))
+        Ok(Lease::new(
+            region,
+            len,
+            Some((class.index, Arc::clone(shared))),
+        ))
     }
 
     /// What the pool has done so far.
@@ -214,6 +228,7 @@ impl Pool {
         Stats {
             hits: counts.hits,
             misses: counts.misses,
+            bypassed: counts.bypassed,
             evictions: counts.evictions,
             idle_releases: counts.idle_releases,
             bytes_cached: counts.bytes_cached,

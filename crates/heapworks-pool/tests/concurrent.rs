@@ -5,7 +5,7 @@
 
 use std::sync::Barrier;
 
-use heapworks_pool::{Config, Pool, PooledBuf};
+use heapworks_pool::{Config, Inline, Pool, PooledBuf};
 
 const THREADS: usize = 4;
 const ROUNDS: usize = 400;
@@ -55,7 +55,8 @@ fn with_an_ample_budget_every_fresh_buffer_ends_up_cached() {
     let pool = Pool::new(Config::with_budget(1 << 30));
     let requests = hammer(&pool);
     let stats = pool.stats();
-    assert_eq!(stats.hits + stats.misses, requests);
+    assert_eq!(stats.hits + stats.misses + stats.bypassed, requests);
+    assert!(stats.bypassed > 0 && stats.misses > 0);
     assert_eq!(stats.evictions, 0);
     // Nothing is live any more and nothing was released: the cache holds every fresh buffer.
     assert_eq!(stats.buffers_cached as u64, stats.misses);
@@ -66,10 +67,14 @@ fn with_an_ample_budget_every_fresh_buffer_ends_up_cached() {
 #[test]
 fn with_a_tight_budget_the_cache_never_holds_more() {
     let budget = 3 << 20;
-    let pool = Pool::new(Config::with_budget(budget));
+    let backend = Inline {
+        pool_heap_buffers: true,
+        ..Inline::default()
+    };
+    let pool = Pool::with_backend(Config::with_budget(budget), backend);
     let requests = hammer(&pool);
     let stats = pool.stats();
-    assert_eq!(stats.hits + stats.misses, requests);
+    assert_eq!(stats.hits + stats.misses + stats.bypassed, requests);
     assert!(stats.evictions > 0, "{stats:?}");
     assert!(stats.peak_bytes_cached <= budget, "{stats:?}");
     assert!(stats.bytes_cached <= budget);

@@ -2,9 +2,18 @@
 
 use std::time::Duration;
 
-use heapworks_pool::{ClassesPerDoubling, Config, Pool, PoolError, PooledBuf};
+use heapworks_pool::{ClassesPerDoubling, Config, Inline, Pool, PoolError, PooledBuf};
 
 const MIB: usize = 1 << 20;
+
+/// An inline pool that caches heap buffers too, so that small sizes exercise the cache.
+fn small_pool(config: Config) -> Pool {
+    let backend = Inline {
+        pool_heap_buffers: true,
+        ..Inline::default()
+    };
+    Pool::with_backend(config, backend)
+}
 
 fn address<T: heapworks_pool::Element>(buf: &PooledBuf<T>) -> usize {
     buf.as_ptr() as usize
@@ -12,7 +21,7 @@ fn address<T: heapworks_pool::Element>(buf: &PooledBuf<T>) -> usize {
 
 #[test]
 fn a_dropped_buffer_is_handed_out_again() {
-    let pool = Pool::new(Config::default());
+    let pool = small_pool(Config::default());
     let first = pool.get_filled::<f32>(1000, 2.0).unwrap();
     let at = address(&first);
     drop(first);
@@ -26,7 +35,7 @@ fn a_dropped_buffer_is_handed_out_again() {
 
 #[test]
 fn requests_of_one_class_share_buffers_and_others_do_not() {
-    let pool = Pool::new(Config::default());
+    let pool = small_pool(Config::default());
     let at = address(&pool.get_filled::<u8>(10_000, 1).unwrap());
     // 10 000 B is in the class of 10 240 B (8 per doubling: 1 KiB steps from 8 KiB).
     assert_eq!(address(&pool.get_filled::<u8>(9_300, 1).unwrap()), at);
@@ -39,7 +48,7 @@ fn requests_of_one_class_share_buffers_and_others_do_not() {
 
 #[test]
 fn coarser_classes_hit_wider_shapes() {
-    let pool = Pool::new(Config {
+    let pool = small_pool(Config {
         classes: ClassesPerDoubling::Two,
         ..Config::default()
     });
@@ -48,9 +57,25 @@ fn coarser_classes_hit_wider_shapes() {
 }
 
 #[test]
+fn the_default_inline_pool_leaves_small_buffers_to_the_process_allocator() {
+    let pool = Pool::new(Config::default());
+    for _ in 0..3 {
+        let small = pool.get_filled::<u8>(1000, 1).unwrap();
+        assert_eq!(small.capacity_bytes(), 1000);
+        drop(small);
+        drop(pool.get_zeroed::<u8>(MIB).unwrap());
+    }
+    let stats = pool.stats();
+    assert_eq!((stats.bypassed, stats.misses, stats.hits), (3, 1, 2));
+    assert_eq!(stats.buffers_cached, 1);
+    assert_eq!(stats.bytes_handed_out, 3 * MIB as u64);
+}
+
+#[test]
 fn every_buffer_is_aligned_to_64_bytes() {
     for pool in [
         Pool::new(Config::default()),
+        small_pool(Config::default()),
         Pool::shared_memory(Config::default()),
     ] {
         let live: Vec<PooledBuf<u8>> = [1, 3, 63, 65, 1000, 300_000, 3 * MIB]
@@ -71,7 +96,7 @@ fn every_buffer_is_aligned_to_64_bytes() {
 
 #[test]
 fn zero_length_is_a_valid_empty_buffer() {
-    let pool = Pool::new(Config::default());
+    let pool = small_pool(Config::default());
     let empty = pool.get::<f64>(0).unwrap();
     assert!(empty.is_empty());
     let empty = empty.fill(1.0);
@@ -88,7 +113,7 @@ fn zero_length_is_a_valid_empty_buffer() {
 #[test]
 fn zeroed_buffers_are_zero_fresh_or_reused() {
     for pool in [
-        Pool::new(Config::default()),
+        small_pool(Config::default()),
         Pool::shared_memory(Config::default()),
     ] {
         for len in [5, 4096, 300_000, 3 * MIB] {
@@ -115,7 +140,7 @@ fn zeroed_buffers_are_zero_fresh_or_reused() {
 
 #[test]
 fn typed_buffers_see_their_elements() {
-    let pool = Pool::new(Config::default());
+    let pool = small_pool(Config::default());
     let mut words = pool.get_filled::<u16>(3, 5).unwrap();
     words[1] = 0x0102;
     assert_eq!(&words[..], &[5, 0x0102, 5]);
@@ -131,7 +156,7 @@ fn typed_buffers_see_their_elements() {
 
 #[test]
 fn an_overflowing_element_count_is_an_error_and_the_pool_goes_on() {
-    let pool = Pool::new(Config::default());
+    let pool = small_pool(Config::default());
     let error = pool.get::<f64>(usize::MAX / 4).unwrap_err();
     assert!(
         matches!(error, PoolError::SizeOverflow { count, element_size: 8 } if count == usize::MAX / 4),
@@ -145,7 +170,7 @@ fn an_overflowing_element_count_is_an_error_and_the_pool_goes_on() {
 
 #[test]
 fn a_zero_budget_passes_everything_through() {
-    let pool = Pool::new(Config::with_budget(0));
+    let pool = small_pool(Config::with_budget(0));
     for _ in 0..3 {
         drop(pool.get_filled::<u8>(MIB, 1).unwrap());
         drop(pool.get_filled::<u8>(10, 1).unwrap());
@@ -185,7 +210,7 @@ fn a_buffer_larger_than_the_budget_is_released_not_cached() {
 
 #[test]
 fn idle_release_frees_what_waited_long_enough() {
-    let keep = Pool::new(Config {
+    let keep = small_pool(Config {
         idle_release: Some(Duration::from_secs(3600)),
         ..Config::default()
     });
@@ -193,7 +218,7 @@ fn idle_release_frees_what_waited_long_enough() {
     assert_eq!(keep.release_idle(), 0);
     assert_eq!(keep.stats().buffers_cached, 1);
 
-    let eager = Pool::new(Config {
+    let eager = small_pool(Config {
         idle_release: Some(Duration::ZERO),
         ..Config::default()
     });
@@ -208,14 +233,14 @@ fn idle_release_frees_what_waited_long_enough() {
     assert!(released >= 1);
     assert_eq!(stats.bytes_cached, 0);
 
-    let off = Pool::new(Config::default());
+    let off = small_pool(Config::default());
     drop(off.get_filled::<u8>(1000, 1).unwrap());
     assert_eq!(off.release_idle(), 0);
 }
 
 #[test]
 fn clear_releases_everything_cached() {
-    let pool = Pool::new(Config::default());
+    let pool = small_pool(Config::default());
     drop(pool.get_filled::<u8>(1000, 1).unwrap());
     drop(pool.get_filled::<u8>(MIB, 1).unwrap());
     assert_eq!(pool.clear(), 2);
@@ -266,7 +291,7 @@ fn an_oversized_mapping_fails_with_the_os_error() {
 #[cfg(feature = "ndarray")]
 #[test]
 fn an_array_view_over_a_pooled_buffer() {
-    let pool = Pool::new(Config::default());
+    let pool = small_pool(Config::default());
     let buf = pool.get_zeroed::<f32>(6).unwrap();
     let at = address(&buf);
     let mut array = buf.into_array((2, 3)).unwrap();

@@ -5,7 +5,7 @@
 //! pool's counts equal the model's.
 
 use heapworks_pool::class::Classes;
-use heapworks_pool::{ClassesPerDoubling, Config, Pool, PooledBuf};
+use heapworks_pool::{ClassesPerDoubling, Config, Inline, Pool, PooledBuf};
 use proptest::prelude::*;
 
 /// Sizes in bytes: tiny ones, neighbours in one class, and mapped ones.
@@ -32,6 +32,7 @@ struct Model {
     cached: Vec<(usize, usize)>,
     hits: u64,
     misses: u64,
+    bypassed: u64,
     evictions: u64,
     peak: usize,
 }
@@ -64,29 +65,57 @@ impl Model {
     }
 }
 
-fn run(steps: &[Step], budget: usize, shared: bool) -> Result<(), TestCaseError> {
+/// The pools under test.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Inline, small buffers left to the process allocator.
+    Inline,
+    /// Inline, every buffer cached.
+    InlineAll,
+    /// Shared memory.
+    Shared,
+}
+
+fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
     let config = Config::with_budget(budget);
-    let pool = if shared {
-        Pool::shared_memory(config)
-    } else {
-        Pool::new(config)
+    let inline = Inline::default();
+    let pool = match kind {
+        Kind::Inline => Pool::new(config),
+        Kind::InlineAll => Pool::with_backend(
+            config,
+            Inline {
+                pool_heap_buffers: true,
+                ..inline
+            },
+        ),
+        Kind::Shared => Pool::shared_memory(config),
+    };
+    let pooled = |class_size: usize| match kind {
+        Kind::Inline => class_size >= inline.map_threshold,
+        Kind::InlineAll | Kind::Shared => true,
     };
     let classes = Classes::new(ClassesPerDoubling::default());
     let mut model = Model::default();
-    let mut live: Vec<(PooledBuf<u8>, u8, usize)> = Vec::new();
+    let mut live: Vec<(PooledBuf<u8>, u8, Option<usize>)> = Vec::new();
     for (number, step) in steps.iter().enumerate() {
         match *step {
             Step::Get { size } => {
                 let class = classes.of(size).unwrap();
-                model.get(class.index);
+                let home = pooled(class.size).then_some(class.index);
+                match home {
+                    Some(index) => model.get(index),
+                    None => model.bypassed += 1,
+                }
                 let mark = number as u8;
                 let buf = pool.get_filled::<u8>(size, mark).unwrap();
-                live.push((buf, mark, class.index));
+                live.push((buf, mark, home));
             }
             Step::Drop { index } if !live.is_empty() => {
-                let (buf, mark, class) = live.swap_remove(index % live.len());
+                let (buf, mark, home) = live.swap_remove(index % live.len());
                 prop_assert!(buf.iter().all(|&b| b == mark));
-                model.put(class, buf.capacity_bytes(), budget);
+                if let Some(class) = home {
+                    model.put(class, buf.capacity_bytes(), budget);
+                }
             }
             Step::Drop { .. } => {}
         }
@@ -110,6 +139,7 @@ fn run(steps: &[Step], budget: usize, shared: bool) -> Result<(), TestCaseError>
         let stats = pool.stats();
         prop_assert_eq!(stats.hits, model.hits);
         prop_assert_eq!(stats.misses, model.misses);
+        prop_assert_eq!(stats.bypassed, model.bypassed);
         prop_assert_eq!(stats.evictions, model.evictions);
         prop_assert_eq!(stats.bytes_cached, model.bytes());
         prop_assert_eq!(stats.peak_bytes_cached, model.peak);
@@ -126,7 +156,15 @@ proptest! {
         steps in prop::collection::vec(step(), 1..120),
         budget in prop_oneof![Just(0usize), 1000..3_000_000usize],
     ) {
-        run(&steps, budget, false)?;
+        run(&steps, budget, Kind::Inline)?;
+    }
+
+    #[test]
+    fn inline_pool_caching_everything_matches_the_model(
+        steps in prop::collection::vec(step(), 1..120),
+        budget in prop_oneof![Just(0usize), 1000..3_000_000usize],
+    ) {
+        run(&steps, budget, Kind::InlineAll)?;
     }
 
     #[test]
@@ -134,6 +172,6 @@ proptest! {
         steps in prop::collection::vec(step(), 1..60),
         budget in 0..2_000_000usize,
     ) {
-        run(&steps, budget, true)?;
+        run(&steps, budget, Kind::Shared)?;
     }
 }

@@ -1,0 +1,340 @@
+//! `heapworks bench --pool`: heapworks-pool against allocating every tensor afresh, inline and
+//! in shared memory, in one run (seed 002's experiment, and its future work).
+//!
+//! - [`variants`]: the columns: `fill_existing` (the baseline), `inline_without_pool`,
+//!   `inline_with_pool`, `shm_without_pool`, `shm_with_pool`.
+//! - [`sizes`]: get-fill-drop of one size in a loop, 4 B to 100 MB.
+//! - [`patterns`]: variable shapes (a text model's layers) and a working set above the budget,
+//!   with hit rates, evictions and peak RSS.
+//! - [`rss`]: the peak resident set of each variant in turn.
+//!
+//! Every workload is a list of [`Task`]s. A task's trials are interleaved variant by variant
+//! (trial 1 of every variant, then trial 2, …, each trial starting one variant further), with
+//! one seed per trial shared by all; each cell is the median of the trials. Cells are the same
+//! as `bench`'s, so the table, JSON, CSV and HTML renderers print them, with ratios to
+//! `fill_existing`.
+
+pub mod patterns;
+pub mod rss;
+pub mod sizes;
+pub mod variants;
+
+use indicatif::ProgressBar;
+
+use crate::results::{Cell, Environment, Outcome, Results};
+use crate::rng::derive_seed;
+use crate::runner::{filter_terms, in_canonical_order, summarize};
+use crate::workloads::{Better, Config, MetricSpec};
+use variants::Variant;
+
+/// Nanoseconds per get-fill-drop.
+pub const TIME_NS: MetricSpec = MetricSpec::primary("time", "ns", Better::Lower);
+/// Microseconds per step of a pattern.
+pub const STEP_US: MetricSpec = MetricSpec::primary("time per step", "µs", Better::Lower);
+/// Requests a pool served from its cache.
+pub const HIT_RATE: MetricSpec = MetricSpec::primary("hit rate", "%", Better::Higher);
+/// Buffers a pool evicted to stay within its budget.
+pub const EVICTIONS: MetricSpec = MetricSpec::secondary("evictions", "count", Better::Lower);
+/// Peak resident set above the one before the variant was set up.
+pub const PEAK_RSS: MetricSpec = MetricSpec::primary("peak RSS", "MiB", Better::Lower);
+
+/// A workload of `bench --pool`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PoolWorkload {
+    /// Get-fill-drop of one size in a loop.
+    Sizes,
+    /// A text model's layers with varying sequence lengths.
+    VariableShape,
+    /// A working set twice the budget.
+    BudgetPressure,
+}
+
+impl PoolWorkload {
+    /// Every workload, in report order.
+    pub const ALL: [PoolWorkload; 3] = [
+        PoolWorkload::Sizes,
+        PoolWorkload::VariableShape,
+        PoolWorkload::BudgetPressure,
+    ];
+
+    /// The name used by `--filter` and in result files.
+    pub fn name(self) -> &'static str {
+        match self {
+            PoolWorkload::Sizes => "pool_sizes",
+            PoolWorkload::VariableShape => "pool_variable_shape",
+            PoolWorkload::BudgetPressure => "pool_budget_pressure",
+        }
+    }
+
+    /// One line on what the workload measures.
+    pub fn description(self) -> &'static str {
+        match self {
+            PoolWorkload::Sizes => {
+                "seed 002's experiment: get a tensor of n f32, fill every element with a \
+                 non-default value, drop it, in a loop; ns per round, 4 B to 100 MB"
+            }
+            PoolWorkload::VariableShape => {
+                "a text model's layer per step: hidden L×768, MLP L×3072 and attention \
+                 12×L×L f32 live at once, L drawn log-uniformly from 8 to 512 tokens; time \
+                 per step, hit rate, evictions, peak RSS above the start"
+            }
+            PoolWorkload::BudgetPressure => {
+                "one tensor per step of 12 sizes from 1 MiB (25 % apart) drawn uniformly, \
+                 under a budget of half their total: time per step, hit rate, evictions, \
+                 peak RSS above the start"
+            }
+        }
+    }
+
+    /// Looks a workload up by its [`name`](Self::name).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|w| w.name() == name)
+    }
+}
+
+/// What a `bench --pool` run measures.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolSelection {
+    /// Workloads, in report order.
+    pub workloads: Vec<PoolWorkload>,
+    /// Columns, in report order.
+    pub variants: Vec<Variant>,
+}
+
+impl PoolSelection {
+    /// Reads `--filter` terms, each a workload or a variant; no workload term means every
+    /// workload, no variant term every variant.
+    pub fn from_filter(terms: &[String]) -> Result<Self, String> {
+        let mut workloads = Vec::new();
+        let mut variants = Vec::new();
+        for term in filter_terms(terms) {
+            if let Some(workload) = PoolWorkload::from_name(term) {
+                workloads.push(workload);
+            } else if let Some(variant) = Variant::from_name(term) {
+                variants.push(variant);
+            } else {
+                return Err(unknown_term(term));
+            }
+        }
+        Ok(Self {
+            workloads: in_canonical_order(workloads, &PoolWorkload::ALL, &PoolWorkload::ALL),
+            variants: in_canonical_order(variants, &Variant::ALL, &Variant::ALL),
+        })
+    }
+}
+
+fn unknown_term(term: &str) -> String {
+    let workloads: Vec<&str> = PoolWorkload::ALL.iter().map(|w| w.name()).collect();
+    let variants: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+    format!(
+        "unknown --pool workload or variant `{term}`\n  workloads: {}\n  variants: {}",
+        workloads.join(", "),
+        variants.join(", ")
+    )
+}
+
+/// One trial of a task under one variant, with the trial's seed: a value per output, `None`
+/// where the output does not apply to the variant (a hit rate without a pool).
+pub type RunFn = dyn Fn(Variant, u64) -> Result<Vec<Option<f64>>, String>;
+
+/// A unit of work run under every variant.
+pub struct Task {
+    /// The workload it belongs to.
+    pub workload: PoolWorkload,
+    /// The report's case; also names the task's seeds.
+    pub case: String,
+    /// What each run reports, in order.
+    pub outputs: Vec<MetricSpec>,
+    /// One trial.
+    pub run: Box<RunFn>,
+}
+
+/// Runs `selection`.
+pub fn run(config: &Config, selection: &PoolSelection, progress: &ProgressBar) -> Results {
+    let tasks: Vec<Task> = selection
+        .workloads
+        .iter()
+        .flat_map(|workload| match workload {
+            PoolWorkload::Sizes => sizes::tasks(config),
+            PoolWorkload::VariableShape => vec![patterns::variable_shape(config)],
+            PoolWorkload::BudgetPressure => vec![patterns::budget_pressure(config)],
+        })
+        .collect();
+    progress.inc_length((tasks.len() * selection.variants.len() * config.trials) as u64);
+    let cells = tasks
+        .iter()
+        .flat_map(|task| run_task(task, &selection.variants, config, progress))
+        .collect();
+    let mut environment = Environment::detect(config, &[]);
+    environment.versions = selection
+        .variants
+        .iter()
+        .map(|v| (v.name().to_string(), v.describe().to_string()))
+        .collect();
+    Results { environment, cells }
+}
+
+/// What one variant gave in one task: the values of every trial, or why it has none.
+type History = Result<Vec<Vec<Option<f64>>>, String>;
+
+/// Runs the trials interleaved and summarizes each output.
+fn run_task(
+    task: &Task,
+    variants: &[Variant],
+    config: &Config,
+    progress: &ProgressBar,
+) -> Vec<Cell> {
+    let label = format!("{}/{}", task.workload.name(), task.case);
+    let mut histories: Vec<History> = variants.iter().map(|_| Ok(Vec::new())).collect();
+    for trial in 0..config.trials {
+        let seed = derive_seed(config.seed, &label, trial);
+        for k in 0..variants.len() {
+            let index = (trial + k) % variants.len();
+            progress.set_message(format!("{label} · {}", variants[index].name()));
+            if let Ok(values) = &mut histories[index] {
+                match (task.run)(variants[index], seed) {
+                    Ok(trial_values) => values.push(trial_values),
+                    Err(why) => histories[index] = Err(why),
+                }
+            }
+            progress.inc(1);
+        }
+    }
+    variants
+        .iter()
+        .zip(&histories)
+        .flat_map(|(variant, history)| cells_of(task, *variant, history))
+        .collect()
+}
+
+/// The cells of one variant in one task: a summary per output that applies to it, or the
+/// failure everywhere.
+fn cells_of(task: &Task, variant: Variant, history: &History) -> Vec<Cell> {
+    task.outputs
+        .iter()
+        .enumerate()
+        .filter_map(|(index, metric)| {
+            let outcome = match history {
+                Ok(trials) => {
+                    let values: Vec<f64> = trials.iter().filter_map(|v| v[index]).collect();
+                    if values.is_empty() && !trials.is_empty() {
+                        return None; // the output does not apply to this variant
+                    }
+                    summarize(values.into_iter())
+                }
+                Err(why) => Outcome::Failed(why.clone()),
+            };
+            Some(Cell::of(
+                task.workload.name(),
+                &task.case,
+                variant.name(),
+                metric,
+                outcome,
+            ))
+        })
+        .collect()
+}
+
+/// The issue's performance targets, checked against a run's medians: one line each, met or
+/// missed with the figures (nothing for a target whose cells the run did not measure).
+pub fn target_notes(results: &Results) -> Vec<String> {
+    let time = |case: &str, variant: Variant| {
+        results
+            .cells
+            .iter()
+            .find(|c| {
+                c.workload == PoolWorkload::Sizes.name()
+                    && c.case == case
+                    && c.allocator == variant.name()
+                    && c.metric == TIME_NS.name
+            })
+            .and_then(Cell::median)
+    };
+    let verdict = |met: bool| if met { "met" } else { "MISSED" };
+    let mut notes = Vec::new();
+    let hd = sizes::label(sizes::HD_F32);
+    if let (Some(with), Some(existing), Some(without)) = (
+        time(&hd, Variant::InlineWithPool),
+        time(&hd, Variant::FillExisting),
+        time(&hd, Variant::InlineWithoutPool),
+    ) {
+        let near = with / existing;
+        notes.push(format!(
+            "target {}: {hd} with pool within 1.05× of fill_existing: {near:.3}×",
+            verdict(near <= 1.05)
+        ));
+        let gain = without / with;
+        notes.push(format!(
+            "target {}: {hd} without pool ÷ with pool ≥ 3×: {gain:.2}×",
+            verdict(gain >= 3.0)
+        ));
+    }
+    let tiny = sizes::label(4);
+    if let (Some(with), Some(without)) = (
+        time(&tiny, Variant::InlineWithPool),
+        time(&tiny, Variant::InlineWithoutPool),
+    ) {
+        let overhead = with - without;
+        notes.push(format!(
+            "target {}: one f32 with pool at most 20 ns over Vec: {with:.1} − {without:.1} = {overhead:+.1} ns",
+            verdict(overhead <= 20.0)
+        ));
+    }
+    let shm_ratios: Vec<(String, f64)> = results
+        .cells
+        .iter()
+        .filter(|c| {
+            c.workload == PoolWorkload::Sizes.name() && c.allocator == Variant::ShmWithPool.name()
+        })
+        .filter(|c| sizes::bytes_of(&c.case).is_some_and(|bytes| bytes >= 1 << 20))
+        .filter_map(|c| {
+            let ratio = c.median()? / time(&c.case, Variant::InlineWithPool)?;
+            Some((c.case.clone(), ratio))
+        })
+        .collect();
+    if let Some((case, worst)) = shm_ratios.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
+        notes.push(format!(
+            "target {}: shm with pool within 1.05× of inline with pool at every size ≥ 1 MiB: worst {worst:.3}× at {case}",
+            verdict(*worst <= 1.05)
+        ));
+    }
+    let step = |variant: Variant| {
+        results
+            .cells
+            .iter()
+            .find(|c| {
+                c.workload == PoolWorkload::VariableShape.name()
+                    && c.allocator == variant.name()
+                    && c.metric == STEP_US.name
+            })
+            .and_then(Cell::median)
+    };
+    if let (Some(with), Some(without)) = (
+        step(Variant::InlineWithPool),
+        step(Variant::InlineWithoutPool),
+    ) {
+        let ratio = with / without;
+        notes.push(format!(
+            "target {}: variable shapes with pool at most 1.1× the time without: {ratio:.3}×",
+            verdict(ratio <= 1.1)
+        ));
+    }
+    notes
+}
+
+/// The notes of a run's failures, one line per variant, case and reason.
+pub fn failure_notes(results: &Results) -> Vec<String> {
+    let mut notes: Vec<String> = Vec::new();
+    for cell in &results.cells {
+        if let Outcome::Failed(why) = &cell.outcome {
+            let note = format!("{} · {}: {why}", cell.allocator, cell.case);
+            if !notes.contains(&note) {
+                notes.push(note);
+            }
+        }
+    }
+    notes
+}
+
+#[cfg(test)]
+mod tests;
