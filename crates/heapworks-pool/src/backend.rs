@@ -59,7 +59,7 @@ pub struct Region {
 enum Memory {
     /// `std::alloc` with [`Region::heap_layout`], the region starting `offset` bytes into
     /// the allocation (the first 64-byte boundary).
-    Heap { offset: usize },
+    Heap { offset: u8 },
     /// A private anonymous mapping.
     Mapped,
     /// A shared mapping of its own memfd.
@@ -119,7 +119,7 @@ impl Drop for Region {
                 // SAFETY: the region starts `offset` bytes into an allocation made by
                 // `std::alloc` with this layout (see `inline::allocate_heap`), released
                 // exactly once, here.
-                unsafe { dealloc(self.ptr.as_ptr().sub(offset), layout) }
+                unsafe { dealloc(self.ptr.as_ptr().sub(usize::from(offset)), layout) }
             }
             Memory::Mapped | Memory::Shared(_) => {
                 // SAFETY: the region is a whole mapping of `capacity` bytes made by `mmap`

@@ -46,6 +46,7 @@ impl Lease {
 
     /// A lease of `len` bytes of `region`, returned to `home` (class and pool) when dropped,
     /// or released if there is none.
+    #[inline]
     pub(crate) fn new(mut region: Region, len: usize, home: Option<(usize, Arc<Shared>)>) -> Self {
         debug_assert!(len <= region.capacity());
         let zeroed_on_arrival = region.is_zeroed();
@@ -58,6 +59,7 @@ impl Lease {
         }
     }
 
+    #[inline]
     fn ptr(&self) -> NonNull<u8> {
         match &self.region {
             Some(region) => region.ptr(),
@@ -94,6 +96,7 @@ pub struct Uninit<T: Element> {
 }
 
 impl<T: Element> Uninit<T> {
+    #[inline]
     pub(crate) fn new(lease: Lease, count: usize) -> Self {
         Self {
             lease,
@@ -120,6 +123,7 @@ impl<T: Element> Uninit<T> {
     }
 
     /// Every element set to `value`.
+    #[inline]
     pub fn fill(mut self, value: T) -> PooledBuf<T> {
         self.as_uninit_mut().fill(MaybeUninit::new(value));
         // SAFETY: every element was just written.
@@ -137,6 +141,7 @@ impl<T: Element> Uninit<T> {
     ///
     /// # Safety
     /// Every element must have been written (through [`as_uninit_mut`](Self::as_uninit_mut)).
+    #[inline]
     pub unsafe fn assume_init(self) -> PooledBuf<T> {
         PooledBuf {
             lease: self.lease,

@@ -56,7 +56,6 @@ pub(crate) struct Cache {
 struct Shard {
     slots: Box<[Slot]>,
     misses: AtomicU64,
-    bypassed: AtomicU64,
     missed_bytes: AtomicU64,
 }
 
@@ -86,7 +85,6 @@ struct Entry {
 pub(crate) struct Counts {
     pub hits: u64,
     pub misses: u64,
-    pub bypassed: u64,
     pub evictions: u64,
     pub idle_releases: u64,
     pub bytes_cached: usize,
@@ -122,7 +120,6 @@ impl Cache {
                     })
                     .collect(),
                 misses: AtomicU64::new(0),
-                bypassed: AtomicU64::new(0),
                 missed_bytes: AtomicU64::new(0),
             })
             .collect();
@@ -184,11 +181,6 @@ impl Cache {
         let shard = &self.shards[self.home()];
         shard.misses.fetch_add(1, Relaxed);
         shard.missed_bytes.fetch_add(len as u64, Relaxed);
-    }
-
-    /// Counts a request served by the backend and never cached.
-    pub fn count_bypass(&self) {
-        self.shards[self.home()].bypassed.fetch_add(1, Relaxed);
     }
 
     /// Caches `region` in `class`, evicting least recently returned regions to stay within
@@ -351,7 +343,6 @@ impl Cache {
         };
         for shard in self.shards.iter() {
             counts.misses += shard.misses.load(Relaxed);
-            counts.bypassed += shard.bypassed.load(Relaxed);
             counts.bytes_handed_out += shard.missed_bytes.load(Relaxed);
             for slot in shard.slots.iter() {
                 let list = slot.lock();

@@ -60,10 +60,9 @@ pub struct Stats {
     /// Requests served by a cached buffer.
     pub hits: u64,
     /// Requests served by a fresh buffer from the backend, to be cached when dropped.
+    /// (Requests the backend serves directly, too small to be worth caching, are not pool
+    /// traffic and not counted at all: see [`Inline::pool_heap_buffers`].)
     pub misses: u64,
-    /// Requests the backend served directly, too small to be worth caching (inline heap
-    /// buffers; see [`Inline::pool_heap_buffers`]): released when dropped.
-    pub bypassed: u64,
     /// Cached buffers released to keep within the budget.
     pub evictions: u64,
     /// Cached buffers released for being idle.
@@ -75,7 +74,7 @@ pub struct Stats {
     /// Buffers cached now.
     pub buffers_cached: usize,
     /// Bytes requested by every non-empty `get` served by the cache or a fresh pooled buffer
-    /// so far (bypassed requests not included).
+    /// so far.
     pub bytes_handed_out: u64,
 }
 
@@ -171,6 +170,7 @@ impl Pool {
     /// `count` elements of `T`, uninitialised: write them through the returned [`Uninit`]
     /// (or [`fill`](Uninit::fill) it) to get a [`PooledBuf`]. `count` 0 is a valid empty
     /// buffer that touches nothing.
+    #[inline]
     pub fn get<T: Element>(&self, count: usize) -> Result<Uninit<T>, PoolError> {
         let lease = self.lease(byte_len::<T>(count)?, false)?;
         Ok(Uninit::new(lease, count))
@@ -187,6 +187,7 @@ impl Pool {
     }
 
     /// `count` copies of `value`: [`get`](Self::get) then [`Uninit::fill`].
+    #[inline]
     pub fn get_filled<T: Element>(
         &self,
         count: usize,
@@ -196,6 +197,7 @@ impl Pool {
     }
 
     /// A buffer of `len` bytes from the cache, or else fresh from the backend.
+    #[inline]
     fn lease(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         if len == 0 {
             return Ok(Lease::empty());
@@ -204,7 +206,6 @@ impl Pool {
         let class = shared.classes.of(len).ok_or(PoolError::TooLarge { len })?;
         if !shared.backend.pools(class.size) {
             let region = shared.backend.allocate(len, zeroed)?;
-            shared.cache.count_bypass();
             return Ok(Lease::new(region, len, None));
         }
         let region = match shared.cache.take(class.index, len) {
@@ -228,7 +229,6 @@ impl Pool {
         Stats {
             hits: counts.hits,
             misses: counts.misses,
-            bypassed: counts.bypassed,
             evictions: counts.evictions,
             idle_releases: counts.idle_releases,
             bytes_cached: counts.bytes_cached,

@@ -79,7 +79,9 @@ fn allocate_heap(capacity: usize, zeroed: bool) -> Result<Region, PoolError> {
         ptr: unsafe { base.add(offset) },
         capacity,
         zeroed,
-        memory: Memory::Heap { offset },
+        memory: Memory::Heap {
+            offset: offset as u8,
+        },
     })
 }
 
