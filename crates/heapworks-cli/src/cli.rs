@@ -52,6 +52,9 @@ enum Command {
     /// Internal: one trace replay, run under valgrind by `replay --instructions`.
     #[command(hide = true, name = "replay-probe")]
     ReplayProbe(replay::ProbeArgs),
+    /// Internal: one get-fill-drop measurement, run under a preloaded malloc by `bench --pool`.
+    #[command(hide = true, name = "pool-probe")]
+    PoolProbe(pool_bench::peers::ProbeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -88,9 +91,10 @@ struct BenchArgs {
     /// `jemalloc=/opt/jemalloc/lib/libjemalloc.so` (repeatable).
     #[arg(long, value_name = "NAME=PATH", requires = "malloc", value_parser = libraries::parse_override)]
     malloc_lib: Vec<(CMalloc, PathBuf)>,
-    /// heapworks-pool against fresh allocations, inline and in shared memory: get-fill-drop
-    /// from 4 B to 100 MB, variable shapes, a budget under pressure (`--filter` takes the
-    /// pool_* workloads and the variant names).
+    /// heapworks-pool against fresh allocations, inline and in shared memory, and against
+    /// glibc, heapworks-malloc, mimalloc and jemalloc preloaded: get-fill-drop from 4 B to
+    /// 100 MB, variable shapes, a budget under pressure (`--filter` takes the pool_*
+    /// workloads, the variant names and the peers' malloc names).
     #[arg(long, conflicts_with_all = ["gate", "malloc", "instructions"])]
     pool: bool,
     #[command(flatten)]
@@ -130,6 +134,7 @@ pub fn main() -> ExitCode {
         Command::Replay(args) => trace_commands::replay(args),
         Command::InstructionsProbe(args) => instructions::probe(&args).map_err(|e| e.to_string()),
         Command::ReplayProbe(args) => replay::probe(&args),
+        Command::PoolProbe(args) => pool_bench::peers::probe(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

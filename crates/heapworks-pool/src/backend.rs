@@ -25,6 +25,9 @@ pub use shared::{SharedMapping, SharedMemory, ShmHandle};
 use crate::class::GRANULE;
 use crate::error::PoolError;
 
+/// Size from which transparent huge pages are asked for.
+const HUGE_PAGE: usize = 2 << 20;
+
 /// The alignment asked of the global allocator (what malloc gives on 64-bit targets anyway).
 const HEAP_ALIGN: usize = 16;
 

@@ -7,6 +7,8 @@
 //! - [`patterns`]: variable shapes (a text model's layers) and a working set above the budget,
 //!   with hit rates, evictions and peak RSS.
 //! - [`rss`]: the peak resident set of each variant in turn.
+//! - [`peers`]: glibc, heapworks-malloc, mimalloc and jemalloc running `inline_without_pool`
+//!   in a process of their own (`LD_PRELOAD`), as columns of `pool_sizes`.
 //!
 //! Every workload is a list of [`Task`]s. A task's trials are interleaved variant by variant
 //! (trial 1 of every variant, then trial 2, …, each trial starting one variant further), with
@@ -15,12 +17,14 @@
 //! `fill_existing`.
 
 pub mod patterns;
+pub mod peers;
 pub mod rss;
 pub mod sizes;
 pub mod variants;
 
 use indicatif::ProgressBar;
 
+use crate::malloc_bench::libraries::{CMalloc, Library};
 use crate::results::{Cell, Environment, Outcome, Results};
 use crate::rng::derive_seed;
 use crate::runner::{filter_terms, in_canonical_order, summarize};
@@ -97,28 +101,45 @@ impl PoolWorkload {
 pub struct PoolSelection {
     /// Workloads, in report order.
     pub workloads: Vec<PoolWorkload>,
-    /// Columns, in report order.
+    /// The variants' columns, in report order.
     pub variants: Vec<Variant>,
+    /// The peers' columns, after the variants.
+    pub peers: Vec<CMalloc>,
 }
 
 impl PoolSelection {
-    /// Reads `--filter` terms, each a workload or a variant; no workload term means every
-    /// workload, no variant term every variant.
+    /// Reads `--filter` terms, each a workload, a variant or a peer malloc (`glibc`,
+    /// `heapworks`, `mimalloc`, `jemalloc`); no workload term means every workload, no
+    /// variant or peer term every variant and peer.
     pub fn from_filter(terms: &[String]) -> Result<Self, String> {
         let mut workloads = Vec::new();
         let mut variants = Vec::new();
+        let mut peers = Vec::new();
         for term in filter_terms(terms) {
             if let Some(workload) = PoolWorkload::from_name(term) {
                 workloads.push(workload);
             } else if let Some(variant) = Variant::from_name(term) {
                 variants.push(variant);
+            } else if let Some(peer) = CMalloc::from_name(term).filter(|m| peers::PEERS.contains(m))
+            {
+                peers.push(peer);
             } else {
                 return Err(unknown_term(term));
             }
         }
+        let every_column = variants.is_empty() && peers.is_empty();
+        let variants = match every_column {
+            true => Variant::ALL.to_vec(),
+            false => in_canonical_order(variants, &[], &Variant::ALL),
+        };
+        let peers = match every_column {
+            true => peers::PEERS.to_vec(),
+            false => in_canonical_order(peers, &[], &peers::PEERS),
+        };
         Ok(Self {
             workloads: in_canonical_order(workloads, &PoolWorkload::ALL, &PoolWorkload::ALL),
-            variants: in_canonical_order(variants, &Variant::ALL, &Variant::ALL),
+            variants,
+            peers,
         })
     }
 }
@@ -126,16 +147,42 @@ impl PoolSelection {
 fn unknown_term(term: &str) -> String {
     let workloads: Vec<&str> = PoolWorkload::ALL.iter().map(|w| w.name()).collect();
     let variants: Vec<&str> = Variant::ALL.iter().map(|v| v.name()).collect();
+    let peers: Vec<&str> = peers::PEERS.iter().map(|m| m.name()).collect();
     format!(
-        "unknown --pool workload or variant `{term}`\n  workloads: {}\n  variants: {}",
+        "unknown --pool workload, variant or peer `{term}`\n  workloads: {}\n  variants: {}\n  \
+         peers: {}",
         workloads.join(", "),
-        variants.join(", ")
+        variants.join(", "),
+        peers.join(", ")
     )
 }
 
-/// One trial of a task under one variant, with the trial's seed: a value per output, `None`
-/// where the output does not apply to the variant (a hit rate without a pool).
-pub type RunFn = dyn Fn(Variant, u64) -> Result<Vec<Option<f64>>, String>;
+/// A column of the report: a variant measured in this process, or a peer malloc measured in
+/// a process of its own.
+#[derive(Debug, Clone)]
+pub enum Column {
+    /// A variant.
+    Variant(Variant),
+    /// A peer with its library.
+    Peer(Library),
+    /// A peer whose library is missing, and why.
+    Missing(CMalloc, String),
+}
+
+impl Column {
+    /// The column's name in results.
+    pub fn name(&self) -> String {
+        match self {
+            Column::Variant(variant) => variant.name().to_string(),
+            Column::Peer(library) => peers::column_name(library.malloc),
+            Column::Missing(malloc, _) => peers::column_name(*malloc),
+        }
+    }
+}
+
+/// One trial of a task in one column, with the trial's seed: a value per output, `None`
+/// where the output does not apply to the column (a hit rate without a pool).
+pub type RunFn = dyn Fn(&Column, u64) -> Result<Vec<Option<f64>>, String>;
 
 /// A unit of work run under every variant.
 pub struct Task {
@@ -160,39 +207,55 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &ProgressBar) -
             PoolWorkload::BudgetPressure => vec![patterns::budget_pressure(config)],
         })
         .collect();
-    progress.inc_length((tasks.len() * selection.variants.len() * config.trials) as u64);
+    let lineup = peers::lineup(&selection.peers);
+    let columns: Vec<Column> = selection
+        .variants
+        .iter()
+        .map(|&v| Column::Variant(v))
+        .chain(lineup.present.iter().cloned().map(Column::Peer))
+        .chain(
+            lineup
+                .missing
+                .iter()
+                .map(|(m, why)| Column::Missing(*m, why.clone())),
+        )
+        .collect();
+    progress.inc_length((tasks.len() * columns.len() * config.trials) as u64);
     let cells = tasks
         .iter()
-        .flat_map(|task| run_task(task, &selection.variants, config, progress))
+        .flat_map(|task| run_task(task, &columns, config, progress))
         .collect();
     let mut environment = Environment::detect(config, &[]);
+    let peer_versions = lineup.versions().into_iter().filter_map(|(name, version)| {
+        let malloc = CMalloc::from_name(&name)?;
+        Some((
+            peers::column_name(malloc),
+            format!("{}: {version}", peers::column_name(malloc)),
+        ))
+    });
     environment.versions = selection
         .variants
         .iter()
         .map(|v| (v.name().to_string(), v.describe().to_string()))
+        .chain(peer_versions)
         .collect();
     Results { environment, cells }
 }
 
-/// What one variant gave in one task: the values of every trial, or why it has none.
+/// What one column gave in one task: the values of every trial, or why it has none.
 type History = Result<Vec<Vec<Option<f64>>>, String>;
 
 /// Runs the trials interleaved and summarizes each output.
-fn run_task(
-    task: &Task,
-    variants: &[Variant],
-    config: &Config,
-    progress: &ProgressBar,
-) -> Vec<Cell> {
+fn run_task(task: &Task, columns: &[Column], config: &Config, progress: &ProgressBar) -> Vec<Cell> {
     let label = format!("{}/{}", task.workload.name(), task.case);
-    let mut histories: Vec<History> = variants.iter().map(|_| Ok(Vec::new())).collect();
+    let mut histories: Vec<History> = columns.iter().map(|_| Ok(Vec::new())).collect();
     for trial in 0..config.trials {
         let seed = derive_seed(config.seed, &label, trial);
-        for k in 0..variants.len() {
-            let index = (trial + k) % variants.len();
-            progress.set_message(format!("{label} · {}", variants[index].name()));
+        for k in 0..columns.len() {
+            let index = (trial + k) % columns.len();
+            progress.set_message(format!("{label} · {}", columns[index].name()));
             if let Ok(values) = &mut histories[index] {
-                match (task.run)(variants[index], seed) {
+                match (task.run)(&columns[index], seed) {
                     Ok(trial_values) => values.push(trial_values),
                     Err(why) => histories[index] = Err(why),
                 }
@@ -200,16 +263,16 @@ fn run_task(
             progress.inc(1);
         }
     }
-    variants
+    columns
         .iter()
         .zip(&histories)
-        .flat_map(|(variant, history)| cells_of(task, *variant, history))
+        .flat_map(|(column, history)| cells_of(task, &column.name(), history))
         .collect()
 }
 
-/// The cells of one variant in one task: a summary per output that applies to it, or the
+/// The cells of one column in one task: a summary per output that applies to it, or the
 /// failure everywhere.
-fn cells_of(task: &Task, variant: Variant, history: &History) -> Vec<Cell> {
+fn cells_of(task: &Task, column: &str, history: &History) -> Vec<Cell> {
     task.outputs
         .iter()
         .enumerate()
@@ -218,7 +281,7 @@ fn cells_of(task: &Task, variant: Variant, history: &History) -> Vec<Cell> {
                 Ok(trials) => {
                     let values: Vec<f64> = trials.iter().filter_map(|v| v[index]).collect();
                     if values.is_empty() && !trials.is_empty() {
-                        return None; // the output does not apply to this variant
+                        return None; // the output does not apply to this column
                     }
                     summarize(values.into_iter())
                 }
@@ -227,7 +290,7 @@ fn cells_of(task: &Task, variant: Variant, history: &History) -> Vec<Cell> {
             Some(Cell::of(
                 task.workload.name(),
                 &task.case,
-                variant.name(),
+                column,
                 metric,
                 outcome,
             ))
@@ -296,6 +359,23 @@ pub fn target_notes(results: &Results) -> Vec<String> {
         notes.push(format!(
             "target {}: shm with pool within 1.05× of inline with pool at every size ≥ 1 MiB: worst {worst:.3}× at {case}",
             verdict(*worst <= 1.05)
+        ));
+    }
+    let peer_ratios: Vec<(String, String, f64)> = results
+        .cells
+        .iter()
+        .filter(|c| c.workload == PoolWorkload::Sizes.name() && c.allocator.starts_with("vec+"))
+        .filter(|c| sizes::bytes_of(&c.case).is_some_and(|bytes| bytes >= 1 << 20))
+        .filter_map(|c| {
+            let ratio = time(&c.case, Variant::InlineWithPool)? / c.median()?;
+            Some((c.allocator.clone(), c.case.clone(), ratio))
+        })
+        .collect();
+    if let Some((peer, case, worst)) = peer_ratios.iter().max_by(|a, b| a.2.total_cmp(&b.2)) {
+        notes.push(format!(
+            "target {}: inline with pool ahead of every preloaded malloc at every size ≥ 1 MiB: \
+             worst with pool ÷ {peer} = {worst:.3} at {case}",
+            verdict(*worst < 1.0)
         ));
     }
     let step = |variant: Variant| {

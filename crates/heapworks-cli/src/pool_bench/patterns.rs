@@ -19,7 +19,7 @@ use heapworks_pool::Stats;
 
 use super::rss;
 use super::variants::{Subject, Variant};
-use super::{PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, STEP_US};
+use super::{Column, PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, STEP_US};
 use crate::rng::Rng;
 use crate::workloads::Config;
 
@@ -46,7 +46,10 @@ pub fn variable_shape(config: &Config) -> Task {
         workload: PoolWorkload::VariableShape,
         case: format!("{steps} steps, L 8–512 tokens"),
         outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS],
-        run: Box::new(move |variant, seed| {
+        run: Box::new(move |column, seed| {
+            let Column::Variant(variant) = *column else {
+                return Ok(vec![None; 4]); // the peers run pool_sizes only
+            };
             let lens: Vec<[usize; 3]> = sequence_lengths(seed, steps)
                 .into_iter()
                 .map(layer_tensors)
@@ -71,7 +74,10 @@ pub fn budget_pressure(config: &Config) -> Task {
             budget >> 20
         ),
         outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS],
-        run: Box::new(move |variant, seed| {
+        run: Box::new(move |column, seed| {
+            let Column::Variant(variant) = *column else {
+                return Ok(vec![None; 4]); // the peers run pool_sizes only
+            };
             let mut rng = Rng::new(seed);
             let lens: Vec<[usize; 1]> = (0..steps)
                 .map(|_| [sizes[rng.below(sizes.len())]])
@@ -123,6 +129,7 @@ fn run_steps<const N: usize>(
     steps: &[[usize; N]],
     seed: u64,
 ) -> Result<Vec<Option<f64>>, String> {
+    rss::trim_heap();
     let start_kib = rss::current_kib()?;
     rss::reset_peak()?;
     let mut subject = Subject::new(variant, most, budget);

@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use super::variants::{Subject, Variant};
-use super::{Task, TIME_NS};
+use super::{peers, Column, Task, TIME_NS};
 use crate::timing::Deadline;
 use crate::workloads::{Config, Scale};
 
@@ -73,8 +73,18 @@ pub fn tasks(config: &Config) -> Vec<Task> {
                 workload: super::PoolWorkload::Sizes,
                 case: label(bytes),
                 outputs: vec![TIME_NS],
-                run: Box::new(move |variant, seed| {
-                    let ns = time_per_round(variant, bytes / 4, duration, seed)?;
+                run: Box::new(move |column, seed| {
+                    let ns = match column {
+                        Column::Variant(variant) => {
+                            time_per_round(*variant, bytes / 4, duration, seed)?
+                        }
+                        Column::Peer(library) => {
+                            let exe = std::env::current_exe()
+                                .map_err(|e| format!("cannot locate this executable: {e}"))?;
+                            peers::measure(&exe, library, bytes, duration, seed)?
+                        }
+                        Column::Missing(_, why) => return Err(why.clone()),
+                    };
                     Ok(vec![Some(ns)])
                 }),
             }
@@ -83,7 +93,7 @@ pub fn tasks(config: &Config) -> Vec<Task> {
 }
 
 /// Nanoseconds per get-fill-drop of `n` f32 under `variant`.
-fn time_per_round(
+pub fn time_per_round(
     variant: Variant,
     n: usize,
     duration: Duration,

@@ -12,9 +12,15 @@ fn filter_picks_workloads_and_variants_in_canonical_order() {
         selection.variants,
         vec![Variant::FillExisting, Variant::ShmWithPool]
     );
+    assert!(selection.peers.is_empty());
     let everything = PoolSelection::from_filter(&[]).unwrap();
     assert_eq!(everything.workloads, PoolWorkload::ALL);
     assert_eq!(everything.variants, Variant::ALL);
+    assert_eq!(everything.peers, peers::PEERS);
+    let peer = PoolSelection::from_filter(&["jemalloc,glibc".into()]).unwrap();
+    assert!(peer.variants.is_empty());
+    assert_eq!(peer.peers, [CMalloc::Glibc, CMalloc::Jemalloc]);
+    assert!(PoolSelection::from_filter(&["tcmalloc".into()]).is_err());
     let error = PoolSelection::from_filter(&["talc".into()]).unwrap_err();
     assert!(error.contains("`talc`") && error.contains("pool_budget_pressure"));
 }

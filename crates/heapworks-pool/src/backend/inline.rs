@@ -11,12 +11,9 @@
 use std::alloc::{alloc, alloc_zeroed};
 use std::ptr::{self, NonNull};
 
-use super::{page_rounded, Backend, Memory, Region};
+use super::{page_rounded, Backend, Memory, Region, HUGE_PAGE};
 use crate::class::GRANULE;
 use crate::error::PoolError;
-
-/// Size from which transparent huge pages are asked for.
-const HUGE_PAGE: usize = 2 << 20;
 
 /// Buffers in this process: the heap for small ones, private mappings for large ones.
 #[derive(Debug, Clone, Copy)]

@@ -3,6 +3,10 @@
 //! process that maps the same file (its descriptor passed over a Unix socket or inherited)
 //! sees and writes the very same memory, with no copy.
 //!
+//! Mappings of 2 MiB and more are advised `MADV_HUGEPAGE`, which the kernel honours for
+//! shared memory only when `/sys/kernel/mm/transparent_hugepage/shmem_enabled` allows it
+//! (`never` on many distributions: then shared buffers fault and fill 4 KiB pages).
+//!
 //! A cached shared buffer keeps its descriptor open: a pool holds one descriptor per cached or
 //! live shared buffer, bounded by its budget. `memfd_create` failing (no descriptors left:
 //! `EMFILE`), `ftruncate` failing (`ENOSPC`, or a memory cgroup limit) and `mmap` failing are
@@ -35,6 +39,12 @@ impl Backend for SharedMemory {
         let len = page_rounded(capacity).ok_or(PoolError::TooLarge { len: capacity })?;
         let file = create_file(len)?;
         let ptr = map_shared(&file, 0, len, len)?;
+        if len >= super::HUGE_PAGE {
+            // SAFETY: advice on the mapping just made, owned here; it changes no contents.
+            // It takes effect where the kernel allows huge pages in shared memory
+            // (`shmem_enabled` advise or always); elsewhere it is refused and ignored.
+            unsafe { libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE) };
+        }
         Ok(Region {
             ptr,
             capacity: len,
