@@ -7,12 +7,12 @@
 //! # Design
 //!
 //! - **Size classes** ([`class`]): a request is rounded up to its class (64 B steps up to
-//!   512 B, then eight classes per doubling by default) and takes any cached buffer of that
-//!   class. The slack a request can be handed is below 64 B or 1/8 of the request (12.5 %),
-//!   or 1/4, 1/2 with [`ClassesPerDoubling::Four`] and [`ClassesPerDoubling::Two`]: fine
-//!   enough that a reused buffer wastes little of the budget, coarse enough that shapes
-//!   varying by a few percent (a sequence a few tokens longer) still hit. A request never
-//!   takes a buffer of a larger class: the bound holds for every buffer handed out.
+//!   256 B, then four classes per doubling by default) and takes any cached buffer of that
+//!   class. The slack a request can be handed is below 64 B or 1/4 of the request (25 %), or
+//!   1/8, 1/2 with [`ClassesPerDoubling::Eight`] and [`ClassesPerDoubling::Two`]: shapes
+//!   that vary (a sequence a few tokens longer) still hit, and fewer near-duplicate buffers
+//!   sit in the cache than with finer classes (measured in [`class`]). A request never takes
+//!   a buffer of a larger class: the bound holds for every buffer handed out.
 //! - **Cache** (module `cache`): per shard and class, a deque of returned buffers in return order.
 //!   A thread returns to and takes from its home shard first, under that slot's lock alone:
 //!   no lock is common to all threads on the hit path. A hit takes the most recently returned
@@ -27,8 +27,10 @@
 //!   `MaybeUninit` or [`Uninit::fill`]; [`Pool::get_zeroed`] is free on fresh pages from
 //!   `mmap` or memfd (the kernel zeroes them) and one `memset` of the requested bytes on a
 //!   reused buffer.
-//! - **Backends** ([`backend`]): [`Inline`] (heap below 256 KiB, private `mmap` above, with
-//!   `MADV_HUGEPAGE` from 2 MiB) and [`SharedMemory`] (a memfd per buffer, `MAP_SHARED`),
+//! - **Backends** ([`backend`]): [`Inline`] (private `mmap` from 256 KiB, with
+//!   `MADV_HUGEPAGE` from 2 MiB; smaller buffers come from the process allocator and are not
+//!   cached, since its own free lists reuse them faster than the pool's locks) and
+//!   [`SharedMemory`] (a memfd per buffer, `MAP_SHARED`, every size cached),
 //!   whose buffers export a [`ShmHandle`] that another process maps as a [`SharedMapping`],
 //!   the same pages, without a copy.
 //! - **Lifetime**: a buffer holds the pool's shared state, so it can be dropped after the

@@ -23,8 +23,8 @@ pub struct Config {
     /// Most bytes cached at any instant (cached buffers count their whole capacity); 0 caches
     /// nothing, so the pool passes every buffer through to the backend. Default 256 MiB.
     pub budget: usize,
-    /// The size classes, hence the largest slack a request may be handed. Default eight per
-    /// doubling (at most 12.5 % or 64 B over the request).
+    /// The size classes, hence the largest slack a request may be handed. Default four per
+    /// doubling (at most 25 % or 64 B over the request).
     pub classes: ClassesPerDoubling,
     /// Release cached buffers that have been idle this long (checked by returns and by
     /// [`Pool::release_idle`]); `None` (the default) keeps them until evicted.

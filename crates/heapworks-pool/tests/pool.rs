@@ -37,7 +37,7 @@ fn a_dropped_buffer_is_handed_out_again() {
 fn requests_of_one_class_share_buffers_and_others_do_not() {
     let pool = small_pool(Config::default());
     let at = address(&pool.get_filled::<u8>(10_000, 1).unwrap());
-    // 10 000 B is in the class of 10 240 B (8 per doubling: 1 KiB steps from 8 KiB).
+    // 10 000 B is in the class of 10 240 B (4 per doubling: 2 KiB steps from 8 KiB).
     assert_eq!(address(&pool.get_filled::<u8>(9_300, 1).unwrap()), at);
     assert_eq!(address(&pool.get_filled::<u8>(10_240, 1).unwrap()), at);
     let larger = pool.get_filled::<u8>(10_241, 1).unwrap();
