@@ -231,7 +231,7 @@ fn bench_pool(args: &BenchArgs) -> Result<(), String> {
     let results = pool_bench::run(&config_of(args), &selection, &progress);
     progress.finish_and_clear();
     let notes = pool_bench::failure_notes(&results);
-    for note in notes.iter().chain(&pool_bench::target_notes(&results)) {
+    for note in notes.iter().chain(&pool_bench::targets::notes(&results)) {
         eprintln!("note: {note}");
     }
     publish(&results, &outputs)

@@ -9,6 +9,7 @@
 //! - [`rss`]: the peak resident set of each variant in turn.
 //! - [`peers`]: glibc, heapworks-malloc, mimalloc and jemalloc running `inline_without_pool`
 //!   in a process of their own (`LD_PRELOAD`), as columns of `pool_sizes`.
+//! - [`targets`]: the issue's performance targets judged from a run's medians.
 //!
 //! Every workload is a list of [`Task`]s. A task's trials are interleaved variant by variant
 //! (trial 1 of every variant, then trial 2, …, each trial starting one variant further), with
@@ -20,6 +21,7 @@ pub mod patterns;
 pub mod peers;
 pub mod rss;
 pub mod sizes;
+pub mod targets;
 pub mod variants;
 
 use indicatif::ProgressBar;
@@ -296,110 +298,6 @@ fn cells_of(task: &Task, column: &str, history: &History) -> Vec<Cell> {
             ))
         })
         .collect()
-}
-
-/// The issue's performance targets, checked against a run's medians: one line each, met or
-/// missed with the figures (nothing for a target whose cells the run did not measure).
-pub fn target_notes(results: &Results) -> Vec<String> {
-    let time = |case: &str, variant: Variant| {
-        results
-            .cells
-            .iter()
-            .find(|c| {
-                c.workload == PoolWorkload::Sizes.name()
-                    && c.case == case
-                    && c.allocator == variant.name()
-                    && c.metric == TIME_NS.name
-            })
-            .and_then(Cell::median)
-    };
-    let verdict = |met: bool| if met { "met" } else { "MISSED" };
-    let mut notes = Vec::new();
-    let hd = sizes::label(sizes::HD_F32);
-    if let (Some(with), Some(existing), Some(without)) = (
-        time(&hd, Variant::InlineWithPool),
-        time(&hd, Variant::FillExisting),
-        time(&hd, Variant::InlineWithoutPool),
-    ) {
-        let near = with / existing;
-        notes.push(format!(
-            "target {}: {hd} with pool within 1.05× of fill_existing: {near:.3}×",
-            verdict(near <= 1.05)
-        ));
-        let gain = without / with;
-        notes.push(format!(
-            "target {}: {hd} without pool ÷ with pool ≥ 3×: {gain:.2}×",
-            verdict(gain >= 3.0)
-        ));
-    }
-    let tiny = sizes::label(4);
-    if let (Some(with), Some(without)) = (
-        time(&tiny, Variant::InlineWithPool),
-        time(&tiny, Variant::InlineWithoutPool),
-    ) {
-        let overhead = with - without;
-        notes.push(format!(
-            "target {}: one f32 with pool at most 20 ns over Vec: {with:.1} − {without:.1} = {overhead:+.1} ns",
-            verdict(overhead <= 20.0)
-        ));
-    }
-    let shm_ratios: Vec<(String, f64)> = results
-        .cells
-        .iter()
-        .filter(|c| {
-            c.workload == PoolWorkload::Sizes.name() && c.allocator == Variant::ShmWithPool.name()
-        })
-        .filter(|c| sizes::bytes_of(&c.case).is_some_and(|bytes| bytes >= 1 << 20))
-        .filter_map(|c| {
-            let ratio = c.median()? / time(&c.case, Variant::InlineWithPool)?;
-            Some((c.case.clone(), ratio))
-        })
-        .collect();
-    if let Some((case, worst)) = shm_ratios.iter().max_by(|a, b| a.1.total_cmp(&b.1)) {
-        notes.push(format!(
-            "target {}: shm with pool within 1.05× of inline with pool at every size ≥ 1 MiB: worst {worst:.3}× at {case}",
-            verdict(*worst <= 1.05)
-        ));
-    }
-    let peer_ratios: Vec<(String, String, f64)> = results
-        .cells
-        .iter()
-        .filter(|c| c.workload == PoolWorkload::Sizes.name() && c.allocator.starts_with("vec+"))
-        .filter(|c| sizes::bytes_of(&c.case).is_some_and(|bytes| bytes >= 1 << 20))
-        .filter_map(|c| {
-            let ratio = time(&c.case, Variant::InlineWithPool)? / c.median()?;
-            Some((c.allocator.clone(), c.case.clone(), ratio))
-        })
-        .collect();
-    if let Some((peer, case, worst)) = peer_ratios.iter().max_by(|a, b| a.2.total_cmp(&b.2)) {
-        notes.push(format!(
-            "target {}: inline with pool ahead of every preloaded malloc at every size ≥ 1 MiB: \
-             worst with pool ÷ {peer} = {worst:.3} at {case}",
-            verdict(*worst < 1.0)
-        ));
-    }
-    let step = |variant: Variant| {
-        results
-            .cells
-            .iter()
-            .find(|c| {
-                c.workload == PoolWorkload::VariableShape.name()
-                    && c.allocator == variant.name()
-                    && c.metric == STEP_US.name
-            })
-            .and_then(Cell::median)
-    };
-    if let (Some(with), Some(without)) = (
-        step(Variant::InlineWithPool),
-        step(Variant::InlineWithoutPool),
-    ) {
-        let ratio = with / without;
-        notes.push(format!(
-            "target {}: variable shapes with pool at most 1.1× the time without: {ratio:.3}×",
-            verdict(ratio <= 1.1)
-        ));
-    }
-    notes
 }
 
 /// The notes of a run's failures, one line per variant, case and reason.

@@ -81,7 +81,7 @@ fn targets_are_judged_from_the_medians() {
         ],
         ..Results::default()
     };
-    let notes = target_notes(&results);
+    let notes = targets::notes(&results);
     assert_eq!(notes.len(), 4, "{notes:?}");
     assert!(
         notes[0].starts_with("target met") && notes[0].contains("1.020×"),
@@ -108,4 +108,30 @@ fn targets_are_judged_from_the_medians() {
         "the tiny size is not judged: {}",
         notes[3]
     );
+}
+
+#[test]
+fn the_pool_must_beat_every_peer_at_large_sizes() {
+    let mib = sizes::label(1 << 20);
+    let peer = |name: &str, ns: f64| {
+        Cell::of(
+            PoolWorkload::Sizes.name(),
+            &mib,
+            name,
+            &TIME_NS,
+            Outcome::Measured(Summary::single(ns)),
+        )
+    };
+    let results = Results {
+        cells: vec![
+            cell(&mib, Variant::InlineWithPool, 100.0),
+            peer("vec+glibc", 300.0),
+            peer("vec+jemalloc", 80.0),
+        ],
+        ..Results::default()
+    };
+    let notes = targets::notes(&results);
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].starts_with("target MISSED"), "{}", notes[0]);
+    assert!(notes[0].contains("vec+jemalloc = 1.250"), "{}", notes[0]);
 }
