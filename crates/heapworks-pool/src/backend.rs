@@ -47,6 +47,22 @@ pub trait Backend: Send + Sync + fmt::Debug {
         let _ = capacity;
         true
     }
+
+    /// Whether a cached buffer of a size class of `capacity` bytes can be [`resize`]d into
+    /// another class (then a miss may recycle it instead of allocating).
+    ///
+    /// [`resize`]: Backend::resize
+    fn resizes(&self, capacity: usize) -> bool {
+        let _ = capacity;
+        false
+    }
+
+    /// Resizes `region` to at least `capacity` bytes, keeping the pages it has up to the
+    /// smaller size (contents unspecified); false, leaving it as it was, when it cannot.
+    fn resize(&self, region: &mut Region, capacity: usize) -> bool {
+        let _ = (region, capacity);
+        false
+    }
 }
 
 /// Memory owned by a pooled buffer, cached or handed out. Released when dropped.

@@ -56,6 +56,7 @@ pub(crate) struct Cache {
 struct Shard {
     slots: Box<[Slot]>,
     misses: AtomicU64,
+    recycled: AtomicU64,
     missed_bytes: AtomicU64,
 }
 
@@ -85,6 +86,7 @@ struct Entry {
 pub(crate) struct Counts {
     pub hits: u64,
     pub misses: u64,
+    pub recycled: u64,
     pub evictions: u64,
     pub idle_releases: u64,
     pub bytes_cached: usize,
@@ -120,6 +122,7 @@ impl Cache {
                     })
                     .collect(),
                 misses: AtomicU64::new(0),
+                recycled: AtomicU64::new(0),
                 missed_bytes: AtomicU64::new(0),
             })
             .collect();
@@ -156,6 +159,29 @@ impl Cache {
     /// A cached region of `class` for a request of `len` bytes, the most recently returned
     /// of the home shard first; `None` when every shard's slot is empty.
     pub fn take(&self, class: usize, len: usize) -> Option<Region> {
+        self.take_counted(class, Some(len))
+    }
+
+    /// A cached region of a class near `class` for recycling: the most recent one of the
+    /// first non-empty class among `class + 1`, `class - 1`, `class + 2`, … up to `reach`
+    /// classes away whose class passes `recyclable` (larger ones first at each distance: they
+    /// shrink without a new page). Not a hit: `class` missed.
+    pub fn take_nearby(
+        &self,
+        class: usize,
+        reach: usize,
+        recyclable: impl Fn(usize) -> bool,
+    ) -> Option<Region> {
+        let classes = self.shards[0].slots.len();
+        (1..=reach)
+            .flat_map(|distance| [class.checked_add(distance), class.checked_sub(distance)])
+            .flatten()
+            .filter(|&near| near < classes && recyclable(near))
+            .find_map(|near| self.take_counted(near, None))
+    }
+
+    /// A cached region of `class`, counted as a hit for a request of `len` bytes if given.
+    fn take_counted(&self, class: usize, hit_len: Option<usize>) -> Option<Region> {
         let home = self.home();
         let mask = self.shards.len() - 1;
         for step in 0..self.shards.len() {
@@ -165,8 +191,10 @@ impl Cache {
             }
             let mut list = slot.lock();
             if let Some(entry) = list.entries.pop_back() {
-                list.hits += 1;
-                list.hit_bytes += len as u64;
+                if let Some(len) = hit_len {
+                    list.hits += 1;
+                    list.hit_bytes += len as u64;
+                }
                 slot.note_oldest(&list);
                 drop(list);
                 self.reserved.fetch_sub(entry.region.capacity(), Relaxed);
@@ -174,6 +202,11 @@ impl Cache {
             }
         }
         None
+    }
+
+    /// Counts a miss served by recycling another class's region.
+    pub fn count_recycled(&self) {
+        self.shards[self.home()].recycled.fetch_add(1, Relaxed);
     }
 
     /// Counts a request of `len` bytes served by a fresh region.
@@ -343,6 +376,7 @@ impl Cache {
         };
         for shard in self.shards.iter() {
             counts.misses += shard.misses.load(Relaxed);
+            counts.recycled += shard.recycled.load(Relaxed);
             counts.bytes_handed_out += shard.missed_bytes.load(Relaxed);
             for slot in shard.slots.iter() {
                 let list = slot.lock();

@@ -104,6 +104,27 @@ impl Classes {
         Some(Class { index, size })
     }
 
+    /// Classes per doubling of sizes.
+    pub fn per_doubling(self) -> usize {
+        1 << self.bits
+    }
+
+    /// The size of class `index` (the inverse of [`of`](Self::of)); saturates for indices
+    /// past the largest class.
+    pub fn size_of(self, index: usize) -> usize {
+        let per_doubling = self.per_doubling();
+        if index < per_doubling {
+            return (index + 1) * GRANULE;
+        }
+        let doubling = (index - per_doubling) / per_doubling;
+        let step_in = (index - per_doubling) % per_doubling + 1;
+        let power = self.granule_limit().trailing_zeros() as usize + doubling;
+        if power >= usize::BITS as usize - 1 {
+            return usize::MAX;
+        }
+        (1usize << power) + step_in * (1usize << (power - self.bits as usize))
+    }
+
     /// How many classes there are up to `isize::MAX` bytes: those up to 2^62 and the
     /// doubling above it.
     pub fn count(self) -> usize {
@@ -176,6 +197,7 @@ mod tests {
                 assert!(((class.size - len) as f64) < bound, "{spacing:?} {len}");
                 assert!(class.index == last.index || class.index == last.index + 1);
                 assert_eq!(class.index == last.index, class.size == last.size);
+                assert_eq!(classes.size_of(class.index), class.size);
                 last = class;
             }
         }

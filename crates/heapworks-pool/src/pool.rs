@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::backend::{Backend, Inline, Region, SharedMapping, SharedMemory, ShmHandle};
 use crate::buffer::{Lease, PooledBuf, Uninit};
 use crate::cache::Cache;
-use crate::class::{Classes, ClassesPerDoubling};
+use crate::class::{Class, Classes, ClassesPerDoubling};
 use crate::element::Element;
 use crate::error::PoolError;
 
@@ -59,6 +59,10 @@ impl Config {
 pub struct Stats {
     /// Requests served by a cached buffer.
     pub hits: u64,
+    /// Misses served by a cached buffer of a nearby class, resized (inline mappings, by
+    /// `mremap`): its pages are reused, its size is the request's class. Counted in `misses`
+    /// too.
+    pub recycled: u64,
     /// Requests served by a fresh buffer from the backend, to be cached when dropped.
     /// (Requests the backend serves directly, too small to be worth caching, are not pool
     /// traffic and not counted at all: see [`Inline::pool_heap_buffers`].)
@@ -211,7 +215,10 @@ impl Pool {
         let region = match shared.cache.take(class.index, len) {
             Some(region) => region,
             None => {
-                let region = shared.backend.allocate(class.size, zeroed)?;
+                let region = match self.recycle(class) {
+                    Some(region) => region,
+                    None => shared.backend.allocate(class.size, zeroed)?,
+                };
                 shared.cache.count_miss(len);
                 region
             }
@@ -223,12 +230,30 @@ impl Pool {
         ))
     }
 
+    /// On a miss, a cached buffer of a class at most a doubling away, resized to `class`
+    /// (its pages kept: no fault for them), when the backend can resize both.
+    fn recycle(&self, class: Class) -> Option<Region> {
+        let shared = &self.shared;
+        if !shared.backend.resizes(class.size) {
+            return None;
+        }
+        let reach = shared.classes.per_doubling();
+        let recyclable = |near: usize| shared.backend.resizes(shared.classes.size_of(near));
+        let mut region = shared.cache.take_nearby(class.index, reach, recyclable)?;
+        if !shared.backend.resize(&mut region, class.size) {
+            return None; // `region` is released here
+        }
+        shared.cache.count_recycled();
+        Some(region)
+    }
+
     /// What the pool has done so far.
     pub fn stats(&self) -> Stats {
         let counts = self.shared.cache.counts();
         Stats {
             hits: counts.hits,
             misses: counts.misses,
+            recycled: counts.recycled,
             evictions: counts.evictions,
             idle_releases: counts.idle_releases,
             bytes_cached: counts.bytes_cached,

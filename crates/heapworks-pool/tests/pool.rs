@@ -192,12 +192,41 @@ fn the_budget_evicts_the_least_recently_returned_buffers() {
     assert_eq!((stats.buffers_cached, stats.evictions), (3, 1));
     assert_eq!(stats.bytes_cached, 3 * MIB);
     assert!(stats.peak_bytes_cached <= pool.budget());
-    // A larger class comes back and pushes out the two oldest 1 MiB buffers (1 and 2).
-    drop(pool.get_filled::<u8>(2 * MIB, 1).unwrap());
+    // A class more than a doubling larger (too far to recycle a cached buffer) comes back
+    // and pushes out the two oldest 1 MiB buffers (1 and 2).
+    drop(pool.get_filled::<u8>(5 * MIB / 2, 1).unwrap());
     assert_eq!(pool.stats().evictions, 3);
     let last = pool.get_filled::<u8>(MIB, 1).unwrap();
     assert_eq!(address(&last), addresses[3]);
     assert!(pool.stats().peak_bytes_cached <= pool.budget());
+}
+
+#[test]
+fn a_miss_recycles_a_mapped_buffer_of_a_nearby_class() {
+    let pool = Pool::new(Config::default());
+    drop(pool.get_filled::<u8>(MIB, 1).unwrap());
+    // 1.5 MiB misses its class and takes the cached 1 MiB buffer, grown by mremap.
+    let grown = pool.get_filled::<u8>(3 * MIB / 2, 2).unwrap();
+    assert!(grown.iter().all(|&b| b == 2));
+    assert!(grown.capacity_bytes() >= 3 * MIB / 2);
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.misses, stats.recycled, stats.buffers_cached),
+        (2, 1, 0)
+    );
+    drop(grown);
+    // 4 MiB is two doublings away: a fresh mapping.
+    drop(pool.get_filled::<u8>(4 * MIB, 3).unwrap());
+    let stats = pool.stats();
+    assert_eq!(
+        (stats.misses, stats.recycled, stats.buffers_cached),
+        (3, 1, 2)
+    );
+    // Shared memory is never recycled across classes.
+    let shared = Pool::shared_memory(Config::default());
+    drop(shared.get_filled::<u8>(MIB, 1).unwrap());
+    drop(shared.get_filled::<u8>(3 * MIB / 2, 1).unwrap());
+    assert_eq!(shared.stats().recycled, 0);
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Property tests: random sequences of gets and drops against an exact model of the cache
-//! (single thread: size classes, most recent hit first, LRU eviction across classes under the
-//! budget), checking after every step that no two live buffers overlap, that every live
+//! (single thread: size classes, most recent hit first, a miss recycling a mapped buffer of a
+//! class up to a doubling away, LRU eviction across classes under the budget), checking after every step that no two live buffers overlap, that every live
 //! buffer still holds what its holder wrote (so none was handed out twice), and that the
 //! pool's counts equal the model's.
 
@@ -8,8 +8,22 @@ use heapworks_pool::class::Classes;
 use heapworks_pool::{ClassesPerDoubling, Config, Inline, Pool, PooledBuf};
 use proptest::prelude::*;
 
-/// Sizes in bytes: tiny ones, neighbours in one class, and mapped ones.
-const SIZES: [usize; 9] = [1, 60, 64, 700, 760, 5000, 300_000, 310_000, 1 << 20];
+/// Sizes in bytes: tiny ones, neighbours in one class, and mapped ones in nearby classes.
+const SIZES: [usize; 11] = [
+    1,
+    60,
+    64,
+    700,
+    760,
+    5000,
+    300_000,
+    310_000,
+    400_000,
+    900_000,
+    1 << 20,
+];
+/// Classes per doubling (the default), hence how far a miss looks for a buffer to recycle.
+const REACH: usize = 4;
 
 #[derive(Debug, Clone)]
 enum Step {
@@ -26,32 +40,50 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// What the pool must hold: cached (class, bytes) in return order, and the counts.
+/// What the pool must hold: cached (class, bytes, recyclable) in return order, and the
+/// counts.
 #[derive(Default)]
 struct Model {
-    cached: Vec<(usize, usize)>,
+    cached: Vec<(usize, usize, bool)>,
     hits: u64,
     misses: u64,
+    recycled: u64,
     evictions: u64,
     peak: usize,
 }
 
 impl Model {
     fn bytes(&self) -> usize {
-        self.cached.iter().map(|(_, bytes)| bytes).sum()
+        self.cached.iter().map(|(_, bytes, _)| bytes).sum()
     }
 
-    fn get(&mut self, class: usize) {
-        match self.cached.iter().rposition(|(c, _)| *c == class) {
-            Some(at) => {
-                self.cached.remove(at);
-                self.hits += 1;
-            }
-            None => self.misses += 1,
+    /// The most recent entry of `class`.
+    fn newest(&self, class: usize) -> Option<usize> {
+        self.cached.iter().rposition(|(c, _, _)| *c == class)
+    }
+
+    fn get(&mut self, class: usize, recyclable: bool) {
+        if let Some(at) = self.newest(class) {
+            self.cached.remove(at);
+            self.hits += 1;
+            return;
+        }
+        self.misses += 1;
+        if !recyclable {
+            return;
+        }
+        let nearby = (1..=REACH)
+            .flat_map(|d| [class.checked_add(d), class.checked_sub(d)])
+            .flatten()
+            .filter_map(|near| self.newest(near))
+            .find(|&at| self.cached[at].2);
+        if let Some(at) = nearby {
+            self.cached.remove(at);
+            self.recycled += 1;
         }
     }
 
-    fn put(&mut self, class: usize, bytes: usize, budget: usize) {
+    fn put(&mut self, class: usize, bytes: usize, recyclable: bool, budget: usize) {
         if bytes > budget {
             return;
         }
@@ -59,7 +91,7 @@ impl Model {
             self.cached.remove(0);
             self.evictions += 1;
         }
-        self.cached.push((class, bytes));
+        self.cached.push((class, bytes, recyclable));
         self.peak = self.peak.max(self.bytes());
     }
 }
@@ -93,16 +125,21 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
         Kind::Inline => class_size >= inline.map_threshold,
         Kind::InlineAll | Kind::Shared => true,
     };
+    // Inline mappings can be resized into another class; heap and shared buffers cannot.
+    let recyclable = |class_size: usize| match kind {
+        Kind::Inline | Kind::InlineAll => class_size >= inline.map_threshold,
+        Kind::Shared => false,
+    };
     let classes = Classes::new(ClassesPerDoubling::default());
     let mut model = Model::default();
-    let mut live: Vec<(PooledBuf<u8>, u8, Option<usize>)> = Vec::new();
+    let mut live: Vec<(PooledBuf<u8>, u8, Option<(usize, bool)>)> = Vec::new();
     for (number, step) in steps.iter().enumerate() {
         match *step {
             Step::Get { size } => {
                 let class = classes.of(size).unwrap();
-                let home = pooled(class.size).then_some(class.index);
-                if let Some(index) = home {
-                    model.get(index);
+                let home = pooled(class.size).then_some((class.index, recyclable(class.size)));
+                if let Some((index, recyclable)) = home {
+                    model.get(index, recyclable);
                 }
                 let mark = number as u8;
                 let buf = pool.get_filled::<u8>(size, mark).unwrap();
@@ -111,8 +148,8 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
             Step::Drop { index } if !live.is_empty() => {
                 let (buf, mark, home) = live.swap_remove(index % live.len());
                 prop_assert!(buf.iter().all(|&b| b == mark));
-                if let Some(class) = home {
-                    model.put(class, buf.capacity_bytes(), budget);
+                if let Some((class, recyclable)) = home {
+                    model.put(class, buf.capacity_bytes(), recyclable, budget);
                 }
             }
             Step::Drop { .. } => {}
@@ -137,6 +174,7 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
         let stats = pool.stats();
         prop_assert_eq!(stats.hits, model.hits);
         prop_assert_eq!(stats.misses, model.misses);
+        prop_assert_eq!(stats.recycled, model.recycled);
         prop_assert_eq!(stats.evictions, model.evictions);
         prop_assert_eq!(stats.bytes_cached, model.bytes());
         prop_assert_eq!(stats.peak_bytes_cached, model.peak);

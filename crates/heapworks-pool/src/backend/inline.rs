@@ -55,6 +55,35 @@ impl Backend for Inline {
     fn pools(&self, capacity: usize) -> bool {
         self.pool_heap_buffers || capacity >= self.map_threshold
     }
+
+    fn resizes(&self, capacity: usize) -> bool {
+        capacity >= self.map_threshold
+    }
+
+    fn resize(&self, region: &mut Region, capacity: usize) -> bool {
+        let (Memory::Mapped, Some(len)) = (&region.memory, page_rounded(capacity)) else {
+            return false;
+        };
+        // SAFETY: the region is a whole private mapping of `region.capacity` bytes that it
+        // owns; MREMAP_MAYMOVE lets the kernel move it (pages and all) where the new length
+        // fits, and no pointer into the old range survives: the region is updated below.
+        let moved = unsafe {
+            libc::mremap(
+                region.ptr.as_ptr().cast(),
+                region.capacity,
+                len,
+                libc::MREMAP_MAYMOVE,
+            )
+        };
+        let Some(ptr) = NonNull::new(moved.cast::<u8>()).filter(|_| moved != libc::MAP_FAILED)
+        else {
+            return false;
+        };
+        region.ptr = ptr;
+        region.capacity = len;
+        region.zeroed = false;
+        true
+    }
 }
 
 /// A heap region of `capacity` bytes.
