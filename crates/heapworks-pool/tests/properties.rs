@@ -96,6 +96,10 @@ impl Model {
     }
 }
 
+/// A live buffer, the byte it was filled with, and its class and whether it is recyclable
+/// (`None`: not pooled).
+type Live = (PooledBuf<u8>, u8, Option<(usize, bool)>);
+
 /// The pools under test.
 #[derive(Debug, Clone, Copy)]
 enum Kind {
@@ -132,7 +136,7 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
     };
     let classes = Classes::new(ClassesPerDoubling::default());
     let mut model = Model::default();
-    let mut live: Vec<(PooledBuf<u8>, u8, Option<(usize, bool)>)> = Vec::new();
+    let mut live: Vec<Live> = Vec::new();
     for (number, step) in steps.iter().enumerate() {
         match *step {
             Step::Get { size } => {
