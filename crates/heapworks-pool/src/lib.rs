@@ -17,6 +17,10 @@
 //!   A thread returns to and takes from its home shard first, under that slot's lock alone:
 //!   no lock is common to all threads on the hit path. A hit takes the most recently returned
 //!   buffer of its class (its pages are the most likely to be warm).
+//! - **Recycling**: a miss first looks for a cached inline mapping of a class up to a
+//!   doubling away (larger ones first) and resizes it to its own class with `mremap`: the
+//!   pages it keeps need no fault. The buffer handed out still has exactly its class's size.
+//!   Shared-memory buffers are never recycled across classes.
 //! - **Budget and eviction**: cached bytes never exceed [`Config::budget`] at any instant: a
 //!   return first reserves its bytes, evicting the least recently returned buffers of any
 //!   class, and releases the returned buffer instead if it cannot fit. A budget of 0 turns

@@ -19,7 +19,7 @@ use heapworks_pool::Stats;
 
 use super::rss;
 use super::variants::{Subject, Variant};
-use super::{Column, PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, STEP_US};
+use super::{Column, PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, RECYCLED, STEP_US};
 use crate::rng::Rng;
 use crate::workloads::Config;
 
@@ -45,10 +45,10 @@ pub fn variable_shape(config: &Config) -> Task {
     Task {
         workload: PoolWorkload::VariableShape,
         case: format!("{steps} steps, L 8–512 tokens"),
-        outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS],
+        outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS, RECYCLED],
         run: Box::new(move |column, seed| {
             let Column::Variant(variant) = *column else {
-                return Ok(vec![None; 4]); // the peers run pool_sizes only
+                return Ok(vec![None; 5]); // the peers run pool_sizes only
             };
             let lens: Vec<[usize; 3]> = sequence_lengths(seed, steps)
                 .into_iter()
@@ -73,10 +73,10 @@ pub fn budget_pressure(config: &Config) -> Task {
             (largest * 4) as f64 / f64::from(1 << 20),
             budget >> 20
         ),
-        outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS],
+        outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS, RECYCLED],
         run: Box::new(move |column, seed| {
             let Column::Variant(variant) = *column else {
-                return Ok(vec![None; 4]); // the peers run pool_sizes only
+                return Ok(vec![None; 5]); // the peers run pool_sizes only
             };
             let mut rng = Rng::new(seed);
             let lens: Vec<[usize; 1]> = (0..steps)
@@ -121,7 +121,7 @@ fn pressure_sizes() -> Vec<usize> {
 }
 
 /// Runs `steps` under `variant`: time per step (µs), hit rate (%) and evictions of a pool,
-/// peak RSS above the start (MiB).
+/// peak RSS above the start (MiB), and the pool's recycled misses (% of requests).
 fn run_steps<const N: usize>(
     variant: Variant,
     most: &[usize],
@@ -146,7 +146,18 @@ fn run_steps<const N: usize>(
         stats.map(|s| s.hit_rate() * 100.0),
         stats.map(|s| s.evictions as f64),
         Some(peak_mib),
+        stats.map(|s| recycled_percent(&s)),
     ])
+}
+
+/// Recycled misses as a share of requests.
+fn recycled_percent(stats: &Stats) -> f64 {
+    let requests = stats.hits + stats.misses;
+    if requests == 0 {
+        0.0
+    } else {
+        stats.recycled as f64 * 100.0 / requests as f64
+    }
 }
 
 #[cfg(test)]
@@ -170,15 +181,15 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_under_pressure_evicts_and_still_hits() {
+    fn a_pool_under_pressure_hits_and_recycles() {
         let sizes = pressure_sizes();
         let budget = sizes.iter().sum::<usize>() * 4 / 2;
         let mut rng = Rng::new(5);
         let steps: Vec<[usize; 1]> = (0..60).map(|_| [sizes[rng.below(sizes.len())]]).collect();
         let values = run_steps(Variant::InlineWithPool, &[sizes[11]], budget, &steps, 1).unwrap();
-        let (hit_rate, evictions) = (values[1].unwrap(), values[2].unwrap());
+        let (hit_rate, recycled) = (values[1].unwrap(), values[4].unwrap());
         assert!(hit_rate > 0.0 && hit_rate < 100.0, "{hit_rate}");
-        assert!(evictions > 0.0);
+        assert!(recycled > 0.0 && hit_rate + recycled <= 100.0, "{recycled}");
         let without = run_steps(Variant::InlineWithoutPool, &[sizes[11]], budget, &steps, 1);
         assert_eq!(without.unwrap()[1], None);
     }

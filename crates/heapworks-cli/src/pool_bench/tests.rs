@@ -44,7 +44,7 @@ fn a_tiny_run_measures_every_variant_and_skips_what_does_not_apply() {
             .collect::<Vec<_>>()
     };
     let with = cells_of(Variant::InlineWithPool);
-    assert_eq!(with.len(), 4, "{with:?}");
+    assert_eq!(with.len(), 5, "{with:?}");
     assert!(with.iter().all(|(_, median)| median.is_some()), "{with:?}");
     let without = cells_of(Variant::InlineWithoutPool);
     let metrics: Vec<&str> = without.iter().map(|(m, _)| *m).collect();
