@@ -41,20 +41,20 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// zeros when `zeroed` is asked (or when the backend's memory always is).
     fn allocate(&self, capacity: usize, zeroed: bool) -> Result<Region, PoolError>;
 
-    /// Whether buffers of a size class of `capacity` bytes are worth caching. When not, the
-    /// pool hands out a buffer of exactly the request's size and releases it on drop.
-    fn pools(&self, capacity: usize) -> bool {
-        let _ = capacity;
-        true
+    /// The smallest size class worth caching: below it the pool hands out a buffer of
+    /// exactly the request's size and releases it on drop. Read once, when the pool is made
+    /// (the hit path compares, with no call).
+    fn pooled_from(&self) -> usize {
+        0
     }
 
-    /// Whether a cached buffer of a size class of `capacity` bytes can be [`resize`]d into
-    /// another class (then a miss may recycle it instead of allocating).
+    /// The smallest size class whose cached buffers can be [`resize`]d into another class
+    /// (then a miss may recycle one instead of allocating); `usize::MAX` for none. Read
+    /// once, when the pool is made.
     ///
     /// [`resize`]: Backend::resize
-    fn resizes(&self, capacity: usize) -> bool {
-        let _ = capacity;
-        false
+    fn resizable_from(&self) -> usize {
+        usize::MAX
     }
 
     /// Resizes `region` to at least `capacity` bytes, keeping the pages it has up to the

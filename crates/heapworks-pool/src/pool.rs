@@ -105,6 +105,10 @@ pub(crate) struct Shared {
     cache: Cache,
     classes: Classes,
     backend: Box<dyn Backend>,
+    /// The backend's [`Backend::pooled_from`].
+    pooled_from: usize,
+    /// The backend's [`Backend::resizable_from`].
+    resizable_from: usize,
     id: u64,
     budget: usize,
     closed: AtomicBool,
@@ -163,6 +167,8 @@ impl Pool {
             shared: Arc::new(Shared {
                 cache: Cache::new(classes.count(), shards, config.budget, config.idle_release),
                 classes,
+                pooled_from: backend.pooled_from(),
+                resizable_from: backend.resizable_from(),
                 backend: Box::new(backend),
                 id: unique_id(),
                 budget: config.budget,
@@ -208,7 +214,7 @@ impl Pool {
         }
         let shared = &self.shared;
         let class = shared.classes.of(len).ok_or(PoolError::TooLarge { len })?;
-        if !shared.backend.pools(class.size) {
+        if class.size < shared.pooled_from {
             let region = shared.backend.allocate(len, zeroed)?;
             return Ok(Lease::new(region, len, None));
         }
@@ -234,11 +240,11 @@ impl Pool {
     /// (its pages kept: no fault for them), when the backend can resize both.
     fn recycle(&self, class: Class) -> Option<Region> {
         let shared = &self.shared;
-        if !shared.backend.resizes(class.size) {
+        if class.size < shared.resizable_from {
             return None;
         }
         let reach = shared.classes.per_doubling();
-        let recyclable = |near: usize| shared.backend.resizes(shared.classes.size_of(near));
+        let recyclable = |near: usize| shared.classes.size_of(near) >= shared.resizable_from;
         let mut region = shared.cache.take_nearby(class.index, reach, recyclable)?;
         if !shared.backend.resize(&mut region, class.size) {
             return None; // `region` is released here

@@ -52,12 +52,16 @@ impl Backend for Inline {
         }
     }
 
-    fn pools(&self, capacity: usize) -> bool {
-        self.pool_heap_buffers || capacity >= self.map_threshold
+    fn pooled_from(&self) -> usize {
+        if self.pool_heap_buffers {
+            0
+        } else {
+            self.map_threshold
+        }
     }
 
-    fn resizes(&self, capacity: usize) -> bool {
-        capacity >= self.map_threshold
+    fn resizable_from(&self) -> usize {
+        self.map_threshold
     }
 
     fn resize(&self, region: &mut Region, capacity: usize) -> bool {
