@@ -13,6 +13,7 @@ use crate::instructions;
 use crate::malloc_bench::libraries::{self, CMalloc};
 use crate::malloc_bench::{self, MallocSelection, MallocWorkload};
 use crate::options::{parse_duration, parse_tolerance, parse_trials};
+use crate::pool_bench::{self, PoolSelection};
 use crate::replay;
 use crate::report::{self, table, Outputs};
 use crate::results::Results;
@@ -56,6 +57,9 @@ enum Command {
     /// Internal: one trace replay, run under valgrind by `replay --instructions`.
     #[command(hide = true, name = "replay-probe")]
     ReplayProbe(replay::ProbeArgs),
+    /// Internal: one get-fill-drop measurement, run under a preloaded malloc by `bench --pool`.
+    #[command(hide = true, name = "pool-probe")]
+    PoolProbe(pool_bench::peers::ProbeArgs),
 }
 
 #[derive(Debug, Args)]
@@ -92,6 +96,12 @@ struct BenchArgs {
     /// `jemalloc=/opt/jemalloc/lib/libjemalloc.so` (repeatable).
     #[arg(long, value_name = "NAME=PATH", requires = "malloc", value_parser = libraries::parse_override)]
     malloc_lib: Vec<(CMalloc, PathBuf)>,
+    /// heapworks-pool against fresh allocations, inline and in shared memory, and against
+    /// glibc, heapworks-malloc, mimalloc and jemalloc preloaded: get-fill-drop from 4 B to
+    /// 100 MB, variable shapes, a budget under pressure (`--filter` takes the pool_*
+    /// workloads, the variant names and the peers' malloc names).
+    #[arg(long, conflicts_with_all = ["gate", "malloc", "instructions"])]
+    pool: bool,
     #[command(flatten)]
     output: OutputArgs,
     /// Fail if heapworks' instruction counts grew past `--tolerance` against this results file
@@ -130,6 +140,7 @@ pub fn main() -> ExitCode {
         Command::Torture(args) => torture::torture(args),
         Command::InstructionsProbe(args) => instructions::probe(&args).map_err(|e| e.to_string()),
         Command::ReplayProbe(args) => replay::probe(&args),
+        Command::PoolProbe(args) => pool_bench::peers::probe(&args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -172,6 +183,9 @@ fn bench(args: BenchArgs) -> Result<(), String> {
     if args.malloc {
         return bench_malloc(&args);
     }
+    if args.pool {
+        return bench_pool(&args);
+    }
     let config = config_of(&args);
     let mut filter = args.filter.clone();
     let baseline = args.gate.as_deref().map(read_results).transpose()?;
@@ -209,6 +223,21 @@ fn bench_malloc(args: &BenchArgs) -> Result<(), String> {
     progress.finish_and_clear();
     let results = results?;
     for note in malloc_bench::failure_notes(&results) {
+        eprintln!("note: {note}");
+    }
+    publish(&results, &outputs)
+}
+
+/// `bench --pool`: heapworks-pool against fresh allocations.
+fn bench_pool(args: &BenchArgs) -> Result<(), String> {
+    let selection = PoolSelection::from_filter(&args.filter)?;
+    let outputs = args.output.outputs();
+    outputs.check_writable().map_err(|e| e.to_string())?;
+    let progress = runner::progress_bar(0);
+    let results = pool_bench::run(&config_of(args), &selection, &progress);
+    progress.finish_and_clear();
+    let notes = pool_bench::failure_notes(&results);
+    for note in notes.iter().chain(&pool_bench::targets::notes(&results)) {
         eprintln!("note: {note}");
     }
     publish(&results, &outputs)

@@ -14,6 +14,8 @@
 //!   (glibc, mimalloc, jemalloc, tcmalloc) preloaded into the same programs.
 //! - [`torture`]: `heapworks torture`, the malloc torture test (contract, threads, fork,
 //!   exhaustion, seed 004's patterns, misuse) against the same mallocs and the arenas.
+//! - [`pool_bench`]: `heapworks bench --pool`, heapworks-pool against fresh allocations,
+//!   inline and in shared memory.
 
 pub mod cli;
 pub mod contenders;
@@ -21,6 +23,7 @@ pub mod gate;
 pub mod instructions;
 pub mod malloc_bench;
 pub mod options;
+pub mod pool_bench;
 pub mod region;
 pub mod replay;
 pub mod report;

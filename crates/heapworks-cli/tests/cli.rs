@@ -978,4 +978,55 @@ fn failed_cells_say_why_under_the_table() {
             "{table}"
         );
     }
+/// `bench --pool`, end to end without the peers (which build heapworks-malloc): the table, the
+/// target notes, the HTML report with time against size drawn twice.
+#[test]
+fn pool_bench_measures_the_variants_and_judges_the_targets() {
+    let dir = scratch("pool");
+    let html = dir.join("html");
+    let filter =
+        "pool_sizes,pool_variable_shape,fill_existing,inline_without_pool,inline_with_pool";
+    let output = heapworks(&[
+        "bench",
+        "--pool",
+        "--quick",
+        "--duration",
+        "1ms",
+        "--filter",
+        filter,
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    for needle in [
+        "pool_sizes",
+        "23.7 MiB (HD f32)",
+        "inline_with_pool",
+        "hit rate",
+    ] {
+        assert!(table.contains(needle), "table lacks `{needle}`: {table}");
+    }
+    let stderr = text(&output.stderr);
+    assert!(
+        stderr.contains("with pool within 1.05× of fill_existing"),
+        "{stderr}"
+    );
+    let report = std::fs::read_to_string(html.join("index.html")).unwrap();
+    assert!(report.contains("linear") && report.contains("log-log"));
+}
+
+#[test]
+fn pool_bench_refuses_bad_options_before_running() {
+    let dir = scratch("pool-refused");
+    let json = dir.join("r.json");
+    let json = json.to_str().unwrap();
+    let unknown = heapworks(&["bench", "--pool", "--filter", "talc", "--json", json]);
+    assert_refused(
+        &unknown,
+        "unknown --pool workload, variant or peer `talc`",
+        &dir,
+    );
+    let both = heapworks(&["bench", "--pool", "--malloc", "--json", json]);
+    assert_refused(&both, "--malloc", &dir);
 }

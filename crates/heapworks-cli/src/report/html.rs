@@ -1,10 +1,12 @@
 //! The self-contained HTML report: environment, then per workload its description, SVG plots
-//! (inline, drawn with plotters) and a table of medians, spreads and ratios. No scripts, no
+//! (inline, drawn with plotters: bars per case, percentile lines for latency, time against
+//! size for `bench --pool`) and a table of medians, spreads and ratios. No scripts, no
 //! external files.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 
+use crate::pool_bench::{self, PoolWorkload};
 use crate::replay;
 use crate::results::{Cell, Outcome, Results, Row};
 use crate::workloads::WorkloadId;
@@ -133,6 +135,12 @@ fn figures(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
             .map(|op| latency_lines(page, rows, op))
             .collect();
     }
+    if workload == PoolWorkload::Sizes.name() {
+        return [false, true]
+            .iter()
+            .map(|&log| pool_size_lines(page, rows, log))
+            .collect();
+    }
     let mut metrics: Vec<(&str, Vec<&Row<'_>>)> = Vec::new();
     let mut metric_of: HashMap<&str, usize> = HashMap::new();
     let measured = |row: &&Row<'_>| row.cells.iter().any(|c| c.median().is_some());
@@ -193,6 +201,28 @@ fn latency_lines(page: &Page<'_>, rows: &[Row<'_>], operation: &str) -> String {
         unit,
         &labels,
         &series,
+    )
+}
+
+/// `bench --pool`'s time against size, linear or log-log, one line per variant.
+fn pool_size_lines(page: &Page<'_>, rows: &[Row<'_>], log: bool) -> String {
+    let rows: Vec<&Row<'_>> = rows
+        .iter()
+        .filter(|r| pool_bench::sizes::bytes_of(&r.first().case).is_some())
+        .collect();
+    let sizes: Vec<f64> = rows
+        .iter()
+        .filter_map(|r| pool_bench::sizes::bytes_of(&r.first().case))
+        .map(|bytes| bytes as f64)
+        .collect();
+    let unit = rows.first().map_or("", |r| r.first().unit.as_str());
+    let scale = if log { "log-log" } else { "linear" };
+    plots::size_lines(
+        &format!("allocate + fill against size ({unit}, {scale})"),
+        unit,
+        &sizes,
+        &series_over(page, &rows),
+        log,
     )
 }
 

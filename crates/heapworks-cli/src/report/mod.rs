@@ -15,6 +15,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::malloc_bench::MallocWorkload;
+use crate::pool_bench::PoolWorkload;
 use crate::results::Results;
 use crate::torture::cases::Section;
 use crate::workloads::WorkloadId;
@@ -162,13 +163,14 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> 
     })
 }
 
-/// What a workload measures, for headings: a `bench` workload, a `bench --malloc` one, or a
-/// section of `heapworks torture`.
+/// What a workload measures, for headings: a `bench`, `bench --malloc` or `bench --pool`
+/// workload, or a section of `heapworks torture`.
 pub fn workload_description(name: &str) -> &'static str {
     WorkloadId::from_name(name)
         .map(WorkloadId::description)
         .or_else(|| MallocWorkload::from_name(name).map(MallocWorkload::description))
         .or_else(|| Section::from_name(name).map(Section::description))
+        .or_else(|| PoolWorkload::from_name(name).map(PoolWorkload::description))
         .unwrap_or("")
 }
 

@@ -122,6 +122,102 @@ pub fn log_lines(title: &str, unit: &str, labels: &[&str], series: &[Series]) ->
     svg
 }
 
+/// Lines of values against sizes (bytes): the x and y axes logarithmic when `log` is set,
+/// linear otherwise (seed 002's two plots of time against size, one line per variant).
+pub fn size_lines(title: &str, unit: &str, sizes: &[f64], series: &[Series], log: bool) -> String {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let drawn = if log {
+            draw_size_lines_log(&root, title, unit, sizes, series)
+        } else {
+            draw_size_lines_linear(&root, title, unit, sizes, series)
+        };
+        if let Err(error) = drawn.and_then(|()| root.present().map_err(Into::into)) {
+            return failed_plot(title, &error.to_string());
+        }
+    }
+    svg
+}
+
+/// The points of one series: (size, value) where both are positive.
+fn size_points(sizes: &[f64], one: &Series) -> Vec<(f64, f64)> {
+    sizes
+        .iter()
+        .zip(&one.values)
+        .filter_map(|(&x, v)| v.filter(|v| *v > 0.0 && x > 0.0).map(|v| (x, v)))
+        .collect()
+}
+
+fn draw_size_lines_linear(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    title: &str,
+    unit: &str,
+    sizes: &[f64],
+    series: &[Series],
+) -> DrawResult {
+    root.fill(&WHITE)?;
+    let right = sizes.iter().copied().fold(1.0, f64::max);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 16))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..right * 1.02, 0.0..max_value(series) * 1.1)?;
+    chart
+        .configure_mesh()
+        .x_desc("bytes")
+        .x_label_formatter(&|v| super::format_value(*v))
+        .y_label_formatter(&|v| super::format_value(*v))
+        .y_desc(unit)
+        .label_style((FONT, 12))
+        .draw()?;
+    for one in series {
+        let style = colour(one.colour).stroke_width(2);
+        chart.draw_series(LineSeries::new(size_points(sizes, one), style))?;
+    }
+    Ok(())
+}
+
+fn draw_size_lines_log(
+    root: &DrawingArea<SVGBackend<'_>, Shift>,
+    title: &str,
+    unit: &str,
+    sizes: &[f64],
+    series: &[Series],
+) -> DrawResult {
+    root.fill(&WHITE)?;
+    let left = sizes
+        .iter()
+        .copied()
+        .filter(|&s| s > 0.0)
+        .fold(f64::MAX, f64::min);
+    let right = sizes.iter().copied().fold(1.0, f64::max);
+    let bottom = min_positive_value(series).unwrap_or(1.0) / 2.0;
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, (FONT, 16))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(64)
+        .build_cartesian_2d(
+            (left.min(right) / 1.5..right * 1.5).log_scale(),
+            (bottom..max_value(series) * 2.0).log_scale(),
+        )?;
+    chart
+        .configure_mesh()
+        .x_desc("bytes")
+        .x_label_formatter(&|v| super::format_value(*v))
+        .y_label_formatter(&|v| super::format_value(*v))
+        .y_desc(unit)
+        .label_style((FONT, 12))
+        .draw()?;
+    for one in series {
+        let style = colour(one.colour).stroke_width(2);
+        chart.draw_series(LineSeries::new(size_points(sizes, one), style))?;
+    }
+    Ok(())
+}
+
 fn draw_lines(
     root: &DrawingArea<SVGBackend<'_>, Shift>,
     title: &str,
@@ -235,6 +331,15 @@ mod tests {
         };
         assert_eq!(bars(0), 2, "two heapworks bars: {svg}");
         assert_eq!(bars(1), 1, "one talc bar (its other value is missing)");
+    }
+
+    #[test]
+    fn size_lines_render_linear_and_log() {
+        for log in [false, true] {
+            let svg = size_lines("time", "ns", &[4.0, 1e6], &series(), log);
+            assert!(svg.starts_with("<svg"), "{svg}");
+            assert!(svg.contains("<polyline") || svg.contains("<path"), "{svg}");
+        }
     }
 
     #[test]

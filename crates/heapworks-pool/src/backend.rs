@@ -1,0 +1,179 @@
+//! Storage backends: where a pool's fresh buffers come from and where released ones go.
+//!
+//! A [`Backend`] makes a [`Region`]: memory it owns, at least 64-byte aligned, released when
+//! the region is dropped (to the heap, by `munmap`, and for shared memory by closing its file
+//! too). The pool never looks inside a region beyond its pointer and capacity, so every
+//! backend is pooled the same way.
+//!
+//! - [`Inline`]: the process heap below a threshold, private anonymous `mmap` above it (with
+//!   transparent huge pages asked for by `madvise` on buffers of 2 MiB and more).
+//! - [`SharedMemory`]: one `memfd_create` file per buffer, mapped `MAP_SHARED`, so that
+//!   another process can map the same pages from its descriptor
+//!   ([`ShmHandle`], [`SharedMapping`]).
+
+mod inline;
+mod shared;
+
+use std::alloc::{dealloc, Layout};
+use std::fmt;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::ptr::NonNull;
+
+pub use inline::Inline;
+pub use shared::{SharedMapping, SharedMemory, ShmHandle};
+
+use crate::class::GRANULE;
+use crate::error::PoolError;
+
+/// Size from which transparent huge pages are asked for.
+const HUGE_PAGE: usize = 2 << 20;
+
+/// The alignment asked of the global allocator (what malloc gives on 64-bit targets anyway).
+const HEAP_ALIGN: usize = 16;
+
+/// A source of fresh buffers. Implemented by [`Inline`] and [`SharedMemory`]; the regions it
+/// returns can only be made inside this crate, so the set of backends is closed.
+pub trait Backend: Send + Sync + fmt::Debug {
+    /// The backend's name, for reports.
+    fn name(&self) -> &'static str;
+
+    /// Fresh memory of at least `capacity` bytes (`capacity > 0`), aligned to 64 B; all
+    /// zeros when `zeroed` is asked (or when the backend's memory always is).
+    fn allocate(&self, capacity: usize, zeroed: bool) -> Result<Region, PoolError>;
+
+    /// The smallest size class worth caching: below it the pool hands out a buffer of
+    /// exactly the request's size and releases it on drop. Read once, when the pool is made
+    /// (the hit path compares, with no call).
+    fn pooled_from(&self) -> usize {
+        0
+    }
+
+    /// The smallest size class whose cached buffers can be [`resize`]d into another class
+    /// (then a miss may recycle one instead of allocating); `usize::MAX` for none. Read
+    /// once, when the pool is made.
+    ///
+    /// [`resize`]: Backend::resize
+    fn resizable_from(&self) -> usize {
+        usize::MAX
+    }
+
+    /// Resizes `region` to at least `capacity` bytes, keeping the pages it has up to the
+    /// smaller size (contents unspecified); false, leaving it as it was, when it cannot.
+    fn resize(&self, region: &mut Region, capacity: usize) -> bool {
+        let _ = (region, capacity);
+        false
+    }
+}
+
+/// Memory owned by a pooled buffer, cached or handed out. Released when dropped.
+pub struct Region {
+    ptr: NonNull<u8>,
+    capacity: usize,
+    /// Whether the memory is known to be all zeros (fresh from the backend, never written).
+    zeroed: bool,
+    memory: Memory,
+}
+
+/// Where a region's memory lives, which says how to release it.
+enum Memory {
+    /// `std::alloc` with [`Region::heap_layout`], the region starting `offset` bytes into
+    /// the allocation (the first 64-byte boundary).
+    Heap { offset: u8 },
+    /// A private anonymous mapping.
+    Mapped,
+    /// A shared mapping of its own memfd.
+    Shared(OwnedFd),
+}
+
+// SAFETY: a region owns its memory exclusively (no other region or pointer refers to it), so
+// moving it to another thread, or sharing `&Region` (which gives only its address), is safe.
+unsafe impl Send for Region {}
+// SAFETY: see `Send`; `&Region` exposes no interior mutability.
+unsafe impl Sync for Region {}
+
+impl Region {
+    /// The layout of the allocation behind a heap region of `capacity` bytes: malloc's own
+    /// alignment and room to move the start to a 64-byte boundary. (Asking the allocator for
+    /// 64-byte alignment instead would take glibc's `posix_memalign`, which bypasses its
+    /// thread cache: slower than the few bytes of slack.)
+    fn heap_layout(capacity: usize) -> Option<Layout> {
+        let size = capacity.checked_add(GRANULE - HEAP_ALIGN)?;
+        Layout::from_size_align(size, HEAP_ALIGN).ok()
+    }
+
+    /// The first byte.
+    pub fn ptr(&self) -> NonNull<u8> {
+        self.ptr
+    }
+
+    /// Bytes the region spans.
+    pub fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    /// Whether the memory is still known to be all zeros.
+    pub fn is_zeroed(&self) -> bool {
+        self.zeroed
+    }
+
+    /// Forgets that the memory is zeroed: it is handed out to be written.
+    pub(crate) fn mark_dirty(&mut self) {
+        self.zeroed = false;
+    }
+
+    /// The descriptor of a shared region.
+    pub fn shared_fd(&self) -> Option<RawFd> {
+        match &self.memory {
+            Memory::Shared(fd) => Some(fd.as_raw_fd()),
+            Memory::Heap { .. } | Memory::Mapped => None,
+        }
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        match self.memory {
+            Memory::Heap { offset } => {
+                let layout = Self::heap_layout(self.capacity).expect("made with this layout");
+                // SAFETY: the region starts `offset` bytes into an allocation made by
+                // `std::alloc` with this layout (see `inline::allocate_heap`), released
+                // exactly once, here.
+                unsafe { dealloc(self.ptr.as_ptr().sub(usize::from(offset)), layout) }
+            }
+            Memory::Mapped | Memory::Shared(_) => {
+                // SAFETY: the region is a whole mapping of `capacity` bytes made by `mmap`
+                // (see `inline::map_private` and `shared::map_shared`), unmapped once, here;
+                // nothing refers to it any more. A failure (it cannot fail for a whole
+                // mapping) would only leak address space.
+                unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.capacity) };
+            }
+        }
+    }
+}
+
+impl fmt::Debug for Region {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let kind = match self.memory {
+            Memory::Heap { .. } => "heap",
+            Memory::Mapped => "mapped",
+            Memory::Shared(_) => "shared",
+        };
+        f.debug_struct("Region")
+            .field("ptr", &self.ptr)
+            .field("capacity", &self.capacity)
+            .field("kind", &kind)
+            .finish()
+    }
+}
+
+/// The system's page size.
+pub(crate) fn page_size() -> usize {
+    // SAFETY: sysconf has no preconditions.
+    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    usize::try_from(size).unwrap_or(4096).max(4096)
+}
+
+/// `len` rounded up to whole pages; `None` on overflow.
+pub(crate) fn page_rounded(len: usize) -> Option<usize> {
+    len.checked_next_multiple_of(page_size())
+}

@@ -1,0 +1,249 @@
+//! The shared-memory backend: every buffer is its own `memfd_create` file, sized with
+//! `ftruncate` to whole pages and mapped `MAP_SHARED`, so its pages are the file's and another
+//! process that maps the same file (its descriptor passed over a Unix socket or inherited)
+//! sees and writes the very same memory, with no copy.
+//!
+//! Mappings of 2 MiB and more are advised `MADV_HUGEPAGE`, which the kernel honours for
+//! shared memory only when `/sys/kernel/mm/transparent_hugepage/shmem_enabled` allows it
+//! (`never` on many distributions: then shared buffers fault and fill 4 KiB pages).
+//!
+//! A cached shared buffer keeps its descriptor open: a pool holds one descriptor per cached or
+//! live shared buffer, bounded by its budget. `memfd_create` failing (no descriptors left:
+//! `EMFILE`), `ftruncate` failing (`ENOSPC`, or a memory cgroup limit) and `mmap` failing are
+//! each a [`PoolError::Os`] naming the call and the OS error.
+//!
+//! [`ShmHandle`] describes a buffer to another process: descriptor, offset, length and the
+//! pool that made it. [`SharedMapping`] is the receiving side: it checks the descriptor is open
+//! and the file long enough (`fstat`), then maps it shared.
+
+use std::ffi::CStr;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::ptr::{self, NonNull};
+
+use super::{page_rounded, Backend, Memory, Region};
+use crate::error::PoolError;
+
+/// Name of every pool file (shown in `/proc/PID/fd` and `/proc/PID/maps`).
+const FILE_NAME: &CStr = c"heapworks-pool";
+
+/// Buffers in shared memory, one memfd each.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SharedMemory;
+
+impl Backend for SharedMemory {
+    fn name(&self) -> &'static str {
+        "shm"
+    }
+
+    fn allocate(&self, capacity: usize, _zeroed: bool) -> Result<Region, PoolError> {
+        let len = page_rounded(capacity).ok_or(PoolError::TooLarge { len: capacity })?;
+        let file = create_file(len)?;
+        let ptr = map_shared(&file, 0, len, len)?;
+        if len >= super::HUGE_PAGE {
+            // SAFETY: advice on the mapping just made, owned here; it changes no contents.
+            // It takes effect where the kernel allows huge pages in shared memory
+            // (`shmem_enabled` advise or always); elsewhere it is refused and ignored.
+            unsafe { libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE) };
+        }
+        Ok(Region {
+            ptr,
+            capacity: len,
+            zeroed: true,
+            memory: Memory::Shared(file),
+        })
+    }
+}
+
+/// A memfd of `len` bytes (zeros), closed on exec.
+fn create_file(len: usize) -> Result<OwnedFd, PoolError> {
+    // SAFETY: the name is a NUL-terminated string; the flags are valid.
+    let raw = unsafe { libc::memfd_create(FILE_NAME.as_ptr(), libc::MFD_CLOEXEC) };
+    if raw < 0 {
+        return Err(PoolError::last_os("memfd_create", len));
+    }
+    // SAFETY: `raw` is a descriptor memfd_create just opened, owned by nobody else.
+    let file = unsafe { OwnedFd::from_raw_fd(raw) };
+    let size = libc::off_t::try_from(len).map_err(|_| PoolError::TooLarge { len })?;
+    // SAFETY: `file` is an open memfd; ftruncate only sets its size.
+    if unsafe { libc::ftruncate(raw, size) } != 0 {
+        return Err(PoolError::last_os("ftruncate", len));
+    }
+    Ok(file)
+}
+
+/// Maps `len` bytes of `file` from `offset`, shared and writable; `reported` is the length the
+/// error names.
+fn map_shared(
+    file: &impl std::os::fd::AsRawFd,
+    offset: u64,
+    len: usize,
+    reported: usize,
+) -> Result<NonNull<u8>, PoolError> {
+    let offset = libc::off_t::try_from(offset).map_err(|_| PoolError::TooLarge { len })?;
+    // SAFETY: a new mapping at an address of the kernel's choice (no MAP_FIXED), so no
+    // existing memory is affected; the kernel checks the descriptor and the range.
+    let raw = unsafe {
+        libc::mmap(
+            ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            offset,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        return Err(PoolError::last_os("mmap", reported));
+    }
+    // A mapping at address 0 (only where vm.mmap_min_addr is 0) is refused and leaked.
+    NonNull::new(raw.cast()).ok_or(PoolError::OutOfMemory { len })
+}
+
+/// A shared buffer described for another process. The descriptor is the exporting process's
+/// (valid while the buffer lives); a receiver replaces it with its own number for the same
+/// file ([`ShmHandle::with_fd`]) once it has received it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ShmHandle {
+    /// The file's descriptor.
+    pub fd: RawFd,
+    /// Where the buffer starts in the file.
+    pub offset: u64,
+    /// The buffer's length in bytes.
+    pub len: usize,
+    /// The pool that made it ([`crate::Pool::id`]).
+    pub pool: u64,
+}
+
+impl ShmHandle {
+    /// The same buffer through descriptor `fd` (e.g. the number it was received under).
+    pub fn with_fd(self, fd: RawFd) -> Self {
+        Self { fd, ..self }
+    }
+}
+
+/// A shared buffer mapped from a handle: the same pages as the exporter's buffer. Unmapped
+/// when dropped; the descriptor stays the caller's.
+#[derive(Debug)]
+pub struct SharedMapping {
+    ptr: NonNull<u8>,
+    /// Bytes mapped (whole pages from the page-aligned start).
+    mapped: usize,
+    /// Where the buffer starts within the mapping.
+    start: usize,
+    /// The buffer's length.
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by this value and released only by its drop; access to its
+// contents goes through `unsafe` accessors whose callers uphold the exclusion.
+unsafe impl Send for SharedMapping {}
+// SAFETY: as for `Send`; `&SharedMapping` gives only the address and the length.
+unsafe impl Sync for SharedMapping {}
+
+impl SharedMapping {
+    /// Maps the buffer `handle` describes. Fails with [`PoolError::BadHandle`] when the
+    /// descriptor is not open or its file is shorter than `offset + len`, and with
+    /// [`PoolError::Os`] when `mmap` refuses.
+    pub fn map(handle: &ShmHandle) -> Result<Self, PoolError> {
+        let end = handle
+            .offset
+            .checked_add(handle.len as u64)
+            .ok_or_else(|| {
+                bad(format!(
+                    "offset {} + len {} overflows",
+                    handle.offset, handle.len
+                ))
+            })?;
+        let file_len = file_len(handle.fd)?;
+        if file_len < end {
+            return Err(bad(format!(
+                "descriptor {} is a file of {file_len} B, shorter than offset {} + len {}",
+                handle.fd, handle.offset, handle.len
+            )));
+        }
+        if handle.len == 0 {
+            return Err(bad("a handle of length 0 has nothing to map".to_string()));
+        }
+        let page = super::page_size() as u64;
+        let aligned_offset = handle.offset / page * page;
+        let start = (handle.offset - aligned_offset) as usize;
+        let mapped =
+            page_rounded(start + handle.len).ok_or(PoolError::TooLarge { len: handle.len })?;
+        // SAFETY: `handle.fd` was checked open by `fstat` above; the mapping is the caller's
+        // to use through the accessors below. Its address is a fresh one (no MAP_FIXED).
+        let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(handle.fd) };
+        let ptr = map_shared(&file, aligned_offset, mapped, handle.len)?;
+        Ok(Self {
+            ptr,
+            mapped,
+            start,
+            len: handle.len,
+        })
+    }
+
+    /// The buffer's first byte.
+    pub fn as_ptr(&self) -> *mut u8 {
+        // SAFETY: `start < mapped`: the offset within the first page of the mapping.
+        unsafe { self.ptr.as_ptr().add(self.start) }
+    }
+
+    /// The buffer's length in bytes.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer is empty (never: a mapping has at least one byte).
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The buffer as elements of `T` (the trailing bytes short of a whole element left out).
+    ///
+    /// # Safety
+    /// The memory is shared with other processes and other mappings: while the slice lives,
+    /// no one may write the buffer (the exporting process's code included), and the start
+    /// must be aligned for `T` (pool buffers are 64-byte aligned).
+    pub unsafe fn as_slice<T: crate::Element>(&self) -> &[T] {
+        debug_assert!(self.as_ptr().cast::<T>().is_aligned());
+        // SAFETY: the caller guarantees alignment and no writer; the bytes are mapped for
+        // `len` and every bit pattern is a valid `T` (`Element`'s contract).
+        unsafe { std::slice::from_raw_parts(self.as_ptr().cast(), self.len / size_of::<T>()) }
+    }
+
+    /// The buffer as mutable elements of `T`.
+    ///
+    /// # Safety
+    /// As for [`as_slice`](Self::as_slice), and no one else may read the buffer either while
+    /// the slice lives.
+    #[allow(clippy::mut_from_ref)] // the exclusion is the caller's promise, across processes
+    pub unsafe fn as_mut_slice<T: crate::Element>(&self) -> &mut [T] {
+        debug_assert!(self.as_ptr().cast::<T>().is_aligned());
+        // SAFETY: as in `as_slice`, with exclusive access guaranteed by the caller.
+        unsafe { std::slice::from_raw_parts_mut(self.as_ptr().cast(), self.len / size_of::<T>()) }
+    }
+}
+
+impl Drop for SharedMapping {
+    fn drop(&mut self) {
+        // SAFETY: the whole mapping made in `map`, unmapped once, here.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.mapped) };
+    }
+}
+
+fn bad(reason: String) -> PoolError {
+    PoolError::BadHandle { reason }
+}
+
+/// The size of the file open as `fd`; a closed descriptor is a [`PoolError::BadHandle`].
+fn file_len(fd: RawFd) -> Result<u64, PoolError> {
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat writes a `stat` into the buffer on success and touches nothing else; a
+    // descriptor that is not open fails with EBADF.
+    if unsafe { libc::fstat(fd, stat.as_mut_ptr()) } != 0 {
+        let error = std::io::Error::last_os_error();
+        return Err(bad(format!("descriptor {fd}: {error}")));
+    }
+    // SAFETY: fstat succeeded, so it filled the structure.
+    let stat = unsafe { stat.assume_init() };
+    Ok(u64::try_from(stat.st_size).unwrap_or(0))
+}

@@ -1,0 +1,220 @@
+//! Handed-out buffers: [`Uninit`] (fresh or reused bytes, not yet written) and [`PooledBuf`]
+//! (initialised elements, `Deref` to `[T]`). Both own a lease on one region and give it back
+//! to the pool when dropped.
+//!
+//! Invariants: a lease's region is owned by that lease alone until it is given back (the
+//! cache hands a region to one lease only, and takes it back only from that lease's drop);
+//! the visible elements lie within the region (`count × size_of::<T>() ≤ capacity`); an empty
+//! buffer has no region and a dangling 64-byte-aligned pointer.
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::mem::MaybeUninit;
+use std::ops::{Deref, DerefMut};
+use std::ptr::NonNull;
+use std::sync::Arc;
+
+use crate::backend::{Region, ShmHandle};
+use crate::element::Element;
+use crate::pool::Shared;
+
+/// The region of one handed-out buffer and where it goes back to.
+pub(crate) struct Lease {
+    /// `None` for an empty buffer.
+    region: Option<Region>,
+    /// The class and pool the region returns to; `None` for a buffer released on drop.
+    home: Option<(usize, Arc<Shared>)>,
+    /// Bytes requested.
+    len: usize,
+    /// Whether the region arrived all zeros (fresh pages, never written).
+    zeroed_on_arrival: bool,
+}
+
+/// The address of every empty buffer: dangling, aligned like every other buffer.
+#[repr(align(64))]
+struct Aligned;
+
+impl Lease {
+    pub(crate) fn empty() -> Self {
+        Self {
+            region: None,
+            home: None,
+            len: 0,
+            zeroed_on_arrival: true,
+        }
+    }
+
+    /// A lease of `len` bytes of `region`, returned to `home` (class and pool) when dropped,
+    /// or released if there is none.
+    #[inline]
+    pub(crate) fn new(mut region: Region, len: usize, home: Option<(usize, Arc<Shared>)>) -> Self {
+        debug_assert!(len <= region.capacity());
+        let zeroed_on_arrival = region.is_zeroed();
+        region.mark_dirty();
+        Self {
+            region: Some(region),
+            home,
+            len,
+            zeroed_on_arrival,
+        }
+    }
+
+    #[inline]
+    fn ptr(&self) -> NonNull<u8> {
+        match &self.region {
+            Some(region) => region.ptr(),
+            None => NonNull::<Aligned>::dangling().cast(),
+        }
+    }
+
+    /// Zeroes the requested bytes unless the region arrived zeroed.
+    pub(crate) fn zero_if_dirty(&mut self) {
+        if !self.zeroed_on_arrival {
+            // SAFETY: the lease owns its region, of at least `len` bytes from `ptr` (or `len`
+            // is 0 for an empty lease).
+            unsafe { self.ptr().as_ptr().write_bytes(0, self.len) };
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let (Some(region), Some((class, pool))) = (self.region.take(), &self.home) {
+            pool.give_back(*class, region);
+        }
+    }
+}
+
+/// A buffer of `count` elements of `T` not yet written (reused memory holds whatever its last
+/// user left; fresh memory may be anything). Write it with [`as_uninit_mut`](Self::as_uninit_mut)
+/// then [`assume_init`](Self::assume_init), or at once with [`fill`](Self::fill) or
+/// [`zeroed`](Self::zeroed). Dropped, it goes back to the pool.
+pub struct Uninit<T: Element> {
+    lease: Lease,
+    count: usize,
+    _element: PhantomData<T>,
+}
+
+impl<T: Element> Uninit<T> {
+    #[inline]
+    pub(crate) fn new(lease: Lease, count: usize) -> Self {
+        Self {
+            lease,
+            count,
+            _element: PhantomData,
+        }
+    }
+
+    /// Elements of the buffer.
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The elements, to be written.
+    pub fn as_uninit_mut(&mut self) -> &mut [MaybeUninit<T>] {
+        // SAFETY: the lease owns `count × size_of::<T>()` bytes from its pointer, aligned to
+        // 64 B (hence for `T`, `Element`'s contract); `MaybeUninit` needs no initialisation.
+        unsafe { std::slice::from_raw_parts_mut(self.lease.ptr().as_ptr().cast(), self.count) }
+    }
+
+    /// Every element set to `value`.
+    #[inline]
+    pub fn fill(mut self, value: T) -> PooledBuf<T> {
+        self.as_uninit_mut().fill(MaybeUninit::new(value));
+        // SAFETY: every element was just written.
+        unsafe { self.assume_init() }
+    }
+
+    /// Every element set to zero: free when the memory arrived zeroed (fresh pages).
+    pub fn zeroed(mut self) -> PooledBuf<T> {
+        self.lease.zero_if_dirty();
+        // SAFETY: every byte is zero, a valid `T` (`Element`'s contract).
+        unsafe { self.assume_init() }
+    }
+
+    /// The buffer as initialised elements.
+    ///
+    /// # Safety
+    /// Every element must have been written (through [`as_uninit_mut`](Self::as_uninit_mut)).
+    #[inline]
+    pub unsafe fn assume_init(self) -> PooledBuf<T> {
+        PooledBuf {
+            lease: self.lease,
+            count: self.count,
+            _element: PhantomData,
+        }
+    }
+}
+
+impl<T: Element> fmt::Debug for Uninit<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Uninit").field("len", &self.count).finish()
+    }
+}
+
+/// A pooled buffer of `count` initialised elements of `T`, aligned to 64 B. Dereferences to
+/// `[T]`; dropped, it goes back to its pool (or is released if the pool is gone).
+pub struct PooledBuf<T: Element = u8> {
+    lease: Lease,
+    count: usize,
+    _element: PhantomData<T>,
+}
+
+impl<T: Element> PooledBuf<T> {
+    /// Bytes of memory behind the buffer (its size class, at least `len × size_of::<T>()`).
+    pub fn capacity_bytes(&self) -> usize {
+        self.lease.region.as_ref().map_or(0, Region::capacity)
+    }
+
+    /// The elements as bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: the elements are initialised and `Element`s have no padding, so all
+        // `len × size_of::<T>()` bytes are initialised; the lease owns them.
+        unsafe { std::slice::from_raw_parts(self.lease.ptr().as_ptr(), self.lease.len) }
+    }
+
+    /// The handle another process maps this buffer by, if it is in shared memory. The
+    /// descriptor stays valid while the buffer lives (pass it on, e.g. over a Unix socket,
+    /// before dropping the buffer). While another process writes the buffer, this one must
+    /// not use it: the pages are the same.
+    pub fn shm_handle(&self) -> Option<ShmHandle> {
+        let (region, (_, pool)) = (self.lease.region.as_ref()?, self.lease.home.as_ref()?);
+        Some(ShmHandle {
+            fd: region.shared_fd()?,
+            offset: 0,
+            len: self.lease.len,
+            pool: pool.id(),
+        })
+    }
+}
+
+impl<T: Element> Deref for PooledBuf<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        // SAFETY: the lease owns `count × size_of::<T>()` initialised bytes from its pointer,
+        // aligned for `T` (64 B); `&self` lends them shared.
+        unsafe { std::slice::from_raw_parts(self.lease.ptr().as_ptr().cast(), self.count) }
+    }
+}
+
+impl<T: Element> DerefMut for PooledBuf<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`; `&mut self` makes the borrow exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.lease.ptr().as_ptr().cast(), self.count) }
+    }
+}
+
+impl<T: Element + fmt::Debug> fmt::Debug for PooledBuf<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PooledBuf")
+            .field("len", &self.count)
+            .field("capacity_bytes", &self.capacity_bytes())
+            .finish()
+    }
+}

@@ -1,0 +1,487 @@
+//! The cache of returned buffers: sharded lists per size class, a byte budget, LRU eviction
+//! and idle release.
+//!
+//! Layout: `shards × classes` slots, each a mutex around a deque of cached regions in the order
+//! they were returned (oldest at the front), plus the oldest entry's return stamp in an atomic
+//! (`EMPTY` when the deque is empty) that can be read without the lock. A thread has a home
+//! shard (assigned round-robin on its first call): it returns buffers to its home shard and
+//! takes from it first, then from the other shards' slot of the same class, skipping empty
+//! slots without locking them. No lock is shared by all threads: the hit path takes one slot
+//! lock (two or more only when the home slot is empty).
+//!
+//! Budget: `reserved` counts the bytes of every cached region plus those about to be cached.
+//! A return first reserves its bytes with a compare-and-swap that never lets `reserved` pass
+//! the budget, evicting least recently returned regions (the smallest stamp over all slots)
+//! while the reservation does not fit; if nothing is left to evict, or the region alone is
+//! larger than the budget, the region is released instead of cached. Hence, at every instant,
+//! bytes cached ≤ reserved ≤ budget, and the recorded peak is the largest reservation. With a
+//! budget of 0 nothing is ever cached: the pool passes every buffer through.
+//!
+//! Stamps come from one counter incremented under the slot lock, so each deque is in stamp
+//! order and, on one thread, eviction follows exact LRU order across classes; with several
+//! threads returning at once it is LRU up to the races between those returns.
+//!
+//! Idle release (when configured): each return records its time; regions returned longer ago
+//! than the idle time are released by [`Cache::release_idle`] and by a sweep that a return
+//! triggers at most every half idle time.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::backend::Region;
+
+/// The stamp of an empty slot.
+const EMPTY: u64 = u64::MAX;
+
+/// Cached regions of one pool.
+pub(crate) struct Cache {
+    shards: Box<[Shard]>,
+    budget: usize,
+    /// Bytes cached or reserved for a region about to be cached; never above `budget`.
+    reserved: AtomicUsize,
+    peak: AtomicUsize,
+    /// The next return's stamp.
+    clock: AtomicU64,
+    evictions: AtomicU64,
+    idle_releases: AtomicU64,
+    /// Release regions idle this long, if set.
+    idle: Option<Duration>,
+    /// Nanoseconds since `epoch` from which a return sweeps idle regions.
+    next_sweep: AtomicU64,
+    epoch: Instant,
+}
+
+struct Shard {
+    slots: Box<[Slot]>,
+    misses: AtomicU64,
+    recycled: AtomicU64,
+    missed_bytes: AtomicU64,
+}
+
+struct Slot {
+    list: Mutex<List>,
+    /// Stamp of the list's front entry, or `EMPTY`.
+    oldest: AtomicU64,
+}
+
+#[derive(Default)]
+struct List {
+    /// Oldest return first.
+    entries: VecDeque<Entry>,
+    hits: u64,
+    hit_bytes: u64,
+}
+
+struct Entry {
+    region: Region,
+    stamp: u64,
+    /// Nanoseconds since the cache's epoch when returned (0 when idle release is off).
+    returned_ns: u64,
+}
+
+/// What the cache has counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Counts {
+    pub hits: u64,
+    pub misses: u64,
+    pub recycled: u64,
+    pub evictions: u64,
+    pub idle_releases: u64,
+    pub bytes_cached: usize,
+    pub peak_bytes_cached: usize,
+    pub buffers_cached: usize,
+    pub bytes_handed_out: u64,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, List> {
+        // A panic never happens while a list is locked (no user code runs under it), so a
+        // poisoned lock still guards a consistent list.
+        self.list.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Refreshes `oldest` from the list (called with the lock held).
+    fn note_oldest(&self, list: &List) {
+        let oldest = list.entries.front().map_or(EMPTY, |e| e.stamp);
+        self.oldest.store(oldest, Relaxed);
+    }
+}
+
+impl Cache {
+    /// An empty cache of `classes` size classes in `shards` shards (a power of two).
+    pub fn new(classes: usize, shards: usize, budget: usize, idle: Option<Duration>) -> Self {
+        debug_assert!(shards.is_power_of_two());
+        let shards = (0..shards)
+            .map(|_| Shard {
+                slots: (0..classes)
+                    .map(|_| Slot {
+                        list: Mutex::new(List::default()),
+                        oldest: AtomicU64::new(EMPTY),
+                    })
+                    .collect(),
+                misses: AtomicU64::new(0),
+                recycled: AtomicU64::new(0),
+                missed_bytes: AtomicU64::new(0),
+            })
+            .collect();
+        Self {
+            shards,
+            budget,
+            reserved: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
+            clock: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            idle_releases: AtomicU64::new(0),
+            idle,
+            next_sweep: AtomicU64::new(0),
+            epoch: Instant::now(),
+        }
+    }
+
+    /// The calling thread's home shard.
+    fn home(&self) -> usize {
+        use std::cell::Cell;
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        thread_local! {
+            static HOME: Cell<usize> = const { Cell::new(usize::MAX) };
+        }
+        let home = HOME.with(|home| {
+            if home.get() == usize::MAX {
+                home.set(NEXT.fetch_add(1, Relaxed));
+            }
+            home.get()
+        });
+        home & (self.shards.len() - 1)
+    }
+
+    /// A cached region of `class` for a request of `len` bytes, the most recently returned
+    /// of the home shard first; `None` when every shard's slot is empty.
+    pub fn take(&self, class: usize, len: usize) -> Option<Region> {
+        self.take_counted(class, Some(len))
+    }
+
+    /// A cached region of a class near `class` for recycling: the most recent one of the
+    /// first non-empty class among `class + 1`, `class - 1`, `class + 2`, … up to `reach`
+    /// classes away whose class passes `recyclable` (larger ones first at each distance: they
+    /// shrink without a new page). Not a hit: `class` missed.
+    pub fn take_nearby(
+        &self,
+        class: usize,
+        reach: usize,
+        recyclable: impl Fn(usize) -> bool,
+    ) -> Option<Region> {
+        let classes = self.shards[0].slots.len();
+        (1..=reach)
+            .flat_map(|distance| [class.checked_add(distance), class.checked_sub(distance)])
+            .flatten()
+            .filter(|&near| near < classes && recyclable(near))
+            .find_map(|near| self.take_counted(near, None))
+    }
+
+    /// A cached region of `class`, counted as a hit for a request of `len` bytes if given.
+    fn take_counted(&self, class: usize, hit_len: Option<usize>) -> Option<Region> {
+        let home = self.home();
+        let mask = self.shards.len() - 1;
+        for step in 0..self.shards.len() {
+            let slot = &self.shards[(home + step) & mask].slots[class];
+            if slot.oldest.load(Relaxed) == EMPTY {
+                continue;
+            }
+            let mut list = slot.lock();
+            if let Some(entry) = list.entries.pop_back() {
+                if let Some(len) = hit_len {
+                    list.hits += 1;
+                    list.hit_bytes += len as u64;
+                }
+                slot.note_oldest(&list);
+                drop(list);
+                self.reserved.fetch_sub(entry.region.capacity(), Relaxed);
+                return Some(entry.region);
+            }
+        }
+        None
+    }
+
+    /// Counts a miss served by recycling another class's region.
+    pub fn count_recycled(&self) {
+        self.shards[self.home()].recycled.fetch_add(1, Relaxed);
+    }
+
+    /// Counts a request of `len` bytes served by a fresh region.
+    pub fn count_miss(&self, len: usize) {
+        let shard = &self.shards[self.home()];
+        shard.misses.fetch_add(1, Relaxed);
+        shard.missed_bytes.fetch_add(len as u64, Relaxed);
+    }
+
+    /// Caches `region` in `class`, evicting least recently returned regions to stay within
+    /// the budget, or releases it when it cannot be cached.
+    pub fn put(&self, class: usize, region: Region) {
+        let returned_ns = match self.idle {
+            Some(idle) => {
+                let now = self.now_ns();
+                self.sweep_if_due(now, idle);
+                now
+            }
+            None => 0,
+        };
+        self.put_at(class, region, returned_ns);
+    }
+
+    fn put_at(&self, class: usize, region: Region, returned_ns: u64) {
+        if !self.reserve(region.capacity()) {
+            return; // `region` is released here
+        }
+        let slot = &self.shards[self.home()].slots[class];
+        let mut list = slot.lock();
+        let stamp = self.clock.fetch_add(1, Relaxed);
+        list.entries.push_back(Entry {
+            region,
+            stamp,
+            returned_ns,
+        });
+        if list.entries.len() == 1 {
+            slot.note_oldest(&list);
+        }
+    }
+
+    /// Reserves `bytes` within the budget, evicting as needed; false if they cannot fit.
+    fn reserve(&self, bytes: usize) -> bool {
+        if bytes > self.budget {
+            return false;
+        }
+        let mut current = self.reserved.load(Relaxed);
+        loop {
+            if current + bytes <= self.budget {
+                match self.reserved.compare_exchange_weak(
+                    current,
+                    current + bytes,
+                    Relaxed,
+                    Relaxed,
+                ) {
+                    Ok(_) => {
+                        if current + bytes > self.peak.load(Relaxed) {
+                            self.peak.fetch_max(current + bytes, Relaxed);
+                        }
+                        return true;
+                    }
+                    Err(now) => current = now,
+                }
+            } else if self.evict_oldest() {
+                current = self.reserved.load(Relaxed);
+            } else {
+                return false;
+            }
+        }
+    }
+
+    /// Releases the least recently returned region of any class; false if none is cached.
+    fn evict_oldest(&self) -> bool {
+        loop {
+            let oldest = self
+                .shards
+                .iter()
+                .flat_map(|shard| shard.slots.iter())
+                .map(|slot| (slot.oldest.load(Relaxed), slot))
+                .filter(|(stamp, _)| *stamp != EMPTY)
+                .min_by_key(|(stamp, _)| *stamp);
+            let Some((_, slot)) = oldest else {
+                return false;
+            };
+            let mut list = slot.lock();
+            let Some(entry) = list.entries.pop_front() else {
+                continue; // taken meanwhile: look again
+            };
+            slot.note_oldest(&list);
+            drop(list);
+            self.reserved.fetch_sub(entry.region.capacity(), Relaxed);
+            self.evictions.fetch_add(1, Relaxed);
+            return true; // `entry.region` is released here
+        }
+    }
+
+    fn now_ns(&self) -> u64 {
+        nanos(self.epoch.elapsed())
+    }
+
+    /// Sweeps idle regions if half an idle time has passed since the last sweep.
+    fn sweep_if_due(&self, now: u64, idle: Duration) {
+        let due = self.next_sweep.load(Relaxed);
+        let idle_ns = nanos(idle);
+        if now >= due
+            && self
+                .next_sweep
+                .compare_exchange(due, now.saturating_add(idle_ns / 2), Relaxed, Relaxed)
+                .is_ok()
+        {
+            if let Some(cutoff) = now.checked_sub(idle_ns) {
+                self.release_returned_before(cutoff);
+            }
+        }
+    }
+
+    /// Releases every region returned longer than the idle time ago; the number released (0
+    /// when idle release is off).
+    pub fn release_idle(&self) -> usize {
+        let Some(idle) = self.idle else {
+            return 0;
+        };
+        match self.now_ns().checked_sub(nanos(idle)) {
+            Some(cutoff) => self.release_returned_before(cutoff),
+            None => 0,
+        }
+    }
+
+    /// Releases every region returned at or before `cutoff_ns`; the number released.
+    fn release_returned_before(&self, cutoff_ns: u64) -> usize {
+        let released = self.drain(|entry| entry.returned_ns <= cutoff_ns);
+        self.idle_releases.fetch_add(released as u64, Relaxed);
+        released
+    }
+
+    /// Releases every cached region.
+    pub fn clear(&self) -> usize {
+        self.drain(|_| true)
+    }
+
+    /// Releases the entries at the front of every list while `expired` holds for them.
+    fn drain(&self, expired: impl Fn(&Entry) -> bool) -> usize {
+        let mut released = 0;
+        for slot in self.shards.iter().flat_map(|shard| shard.slots.iter()) {
+            if slot.oldest.load(Relaxed) == EMPTY {
+                continue;
+            }
+            let mut list = slot.lock();
+            let count = list.entries.iter().take_while(|e| expired(e)).count();
+            let gone: Vec<Entry> = list.entries.drain(..count).collect();
+            slot.note_oldest(&list);
+            drop(list);
+            let bytes: usize = gone.iter().map(|e| e.region.capacity()).sum();
+            self.reserved.fetch_sub(bytes, Relaxed);
+            released += gone.len();
+        }
+        released
+    }
+
+    /// Everything counted so far.
+    pub fn counts(&self) -> Counts {
+        let mut counts = Counts {
+            evictions: self.evictions.load(Relaxed),
+            idle_releases: self.idle_releases.load(Relaxed),
+            bytes_cached: self.reserved.load(Relaxed),
+            peak_bytes_cached: self.peak.load(Relaxed),
+            ..Counts::default()
+        };
+        for shard in self.shards.iter() {
+            counts.misses += shard.misses.load(Relaxed);
+            counts.recycled += shard.recycled.load(Relaxed);
+            counts.bytes_handed_out += shard.missed_bytes.load(Relaxed);
+            for slot in shard.slots.iter() {
+                let list = slot.lock();
+                counts.hits += list.hits;
+                counts.bytes_handed_out += list.hit_bytes;
+                counts.buffers_cached += list.entries.len();
+            }
+        }
+        counts
+    }
+
+    /// The capacities of the cached regions, least recently returned first.
+    #[cfg(test)]
+    fn lru_order(&self) -> Vec<usize> {
+        let mut entries: Vec<(u64, usize)> = Vec::new();
+        for slot in self.shards.iter().flat_map(|shard| shard.slots.iter()) {
+            let list = slot.lock();
+            entries.extend(list.entries.iter().map(|e| (e.stamp, e.region.capacity())));
+        }
+        entries.sort_unstable();
+        entries.into_iter().map(|(_, capacity)| capacity).collect()
+    }
+}
+
+/// `duration` in nanoseconds, saturated.
+fn nanos(duration: Duration) -> u64 {
+    u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::backend::{Backend, Inline};
+
+    fn region(capacity: usize) -> Region {
+        Inline::default().allocate(capacity, false).unwrap()
+    }
+
+    fn cache(budget: usize) -> Cache {
+        Cache::new(8, 2, budget, Some(Duration::from_secs(3600)))
+    }
+
+    #[test]
+    fn eviction_follows_return_order_across_classes() {
+        let cache = cache(1000);
+        cache.put_at(0, region(100), 0);
+        cache.put_at(3, region(200), 0);
+        cache.put_at(1, region(300), 0);
+        cache.put_at(0, region(101), 0);
+        assert_eq!(cache.lru_order(), [100, 200, 300, 101]);
+        cache.put_at(2, region(350), 0); // 1051 > 1000: the oldest (100) goes
+        assert_eq!(cache.lru_order(), [200, 300, 101, 350]);
+        cache.put_at(2, region(450), 0); // 1401: 200 and 300 go
+        assert_eq!(cache.lru_order(), [101, 350, 450]);
+        let counts = cache.counts();
+        assert_eq!(counts.evictions, 3);
+        assert_eq!(counts.bytes_cached, 901);
+        assert_eq!(counts.peak_bytes_cached, 951);
+    }
+
+    #[test]
+    fn a_hit_takes_the_most_recent_of_its_class_and_refreshes_nothing_else() {
+        let cache = cache(1000);
+        cache.put_at(0, region(100), 0);
+        cache.put_at(0, region(110), 0);
+        cache.put_at(1, region(120), 0);
+        assert_eq!(cache.take(0, 90).map(|r| r.capacity()), Some(110));
+        assert_eq!(cache.lru_order(), [100, 120]);
+        assert!(cache.take(2, 90).is_none());
+        assert_eq!(cache.counts().hits, 1);
+    }
+
+    #[test]
+    fn regions_larger_than_the_budget_are_never_cached() {
+        let cache = cache(1000);
+        cache.put_at(0, region(600), 0);
+        cache.put_at(1, region(1001), 0);
+        assert_eq!(cache.lru_order(), [600]);
+        let nothing = self::cache(0);
+        nothing.put_at(0, region(64), 0);
+        assert_eq!(nothing.counts().buffers_cached, 0);
+        assert_eq!(nothing.counts().peak_bytes_cached, 0);
+    }
+
+    #[test]
+    fn idle_release_takes_only_regions_returned_before_the_cutoff() {
+        let cache = cache(10_000);
+        cache.put_at(0, region(100), 5);
+        cache.put_at(1, region(200), 10);
+        cache.put_at(0, region(300), 20);
+        cache.put_at(2, region(400), 30);
+        assert_eq!(cache.release_returned_before(10), 2);
+        assert_eq!(cache.lru_order(), [300, 400]);
+        assert_eq!(cache.counts().idle_releases, 2);
+        assert_eq!(cache.counts().bytes_cached, 700);
+        assert_eq!(cache.release_returned_before(4), 0);
+        assert_eq!(cache.clear(), 2);
+        assert_eq!(cache.counts().bytes_cached, 0);
+    }
+
+    #[test]
+    fn release_idle_is_a_no_op_without_an_idle_time() {
+        let cache = Cache::new(8, 1, 10_000, None);
+        cache.put(0, region(100));
+        assert_eq!(cache.release_idle(), 0);
+        assert_eq!(cache.counts().buffers_cached, 1);
+    }
+}

@@ -1,0 +1,329 @@
+//! [`Pool`]: hands out buffers from the cache or the backend, and takes them back.
+//!
+//! The pool's state lives behind an `Arc` that every handed-out buffer holds too, so a buffer
+//! can always be returned. Dropping the [`Pool`] closes that state (later returns release their
+//! memory instead of caching it) and releases everything cached; a return racing with the
+//! close may still cache its region, which is then released when the last buffer goes and the
+//! state with it. Nothing is ever kept past the last of the pool and its buffers.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::backend::{Backend, Inline, Region, SharedMapping, SharedMemory, ShmHandle};
+use crate::buffer::{Lease, PooledBuf, Uninit};
+use crate::cache::Cache;
+use crate::class::{Class, Classes, ClassesPerDoubling};
+use crate::element::Element;
+use crate::error::PoolError;
+
+/// How a pool behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Config {
+    /// Most bytes cached at any instant (cached buffers count their whole capacity); 0 caches
+    /// nothing, so the pool passes every buffer through to the backend. Default 256 MiB.
+    pub budget: usize,
+    /// The size classes, hence the largest slack a request may be handed. Default four per
+    /// doubling (at most 25 % or 64 B over the request).
+    pub classes: ClassesPerDoubling,
+    /// Release cached buffers that have been idle this long (checked by returns and by
+    /// [`Pool::release_idle`]); `None` (the default) keeps them until evicted.
+    pub idle_release: Option<Duration>,
+    /// Shards of the cache (rounded up to a power of two); 0 means one per CPU, up to 8.
+    pub shards: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            budget: 256 << 20,
+            classes: ClassesPerDoubling::default(),
+            idle_release: None,
+            shards: 0,
+        }
+    }
+}
+
+impl Config {
+    /// The default configuration with a budget of `budget` bytes.
+    pub fn with_budget(budget: usize) -> Self {
+        Self {
+            budget,
+            ..Self::default()
+        }
+    }
+}
+
+/// What a pool has done so far.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Requests served by a cached buffer.
+    pub hits: u64,
+    /// Misses served by a cached buffer of a nearby class, resized (inline mappings, by
+    /// `mremap`): its pages are reused, its size is the request's class. Counted in `misses`
+    /// too.
+    pub recycled: u64,
+    /// Requests served by a fresh buffer from the backend, to be cached when dropped.
+    /// (Requests the backend serves directly, too small to be worth caching, are not pool
+    /// traffic and not counted at all: see [`Inline::pool_heap_buffers`].)
+    pub misses: u64,
+    /// Cached buffers released to keep within the budget.
+    pub evictions: u64,
+    /// Cached buffers released for being idle.
+    pub idle_releases: u64,
+    /// Bytes cached now (whole capacities, including returns in progress).
+    pub bytes_cached: usize,
+    /// The most bytes ever cached at once: never above the budget.
+    pub peak_bytes_cached: usize,
+    /// Buffers cached now.
+    pub buffers_cached: usize,
+    /// Bytes requested by every non-empty `get` served by the cache or a fresh pooled buffer
+    /// so far.
+    pub bytes_handed_out: u64,
+}
+
+impl Stats {
+    /// Hits as a share of requests (0 when there were none).
+    pub fn hit_rate(&self) -> f64 {
+        let requests = self.hits + self.misses;
+        if requests == 0 {
+            0.0
+        } else {
+            self.hits as f64 / requests as f64
+        }
+    }
+}
+
+/// A pool of reusable buffers. `Send + Sync`: share it by reference or in an `Arc`.
+#[derive(Debug)]
+pub struct Pool {
+    shared: Arc<Shared>,
+}
+
+/// The state shared by a pool and its buffers.
+pub(crate) struct Shared {
+    cache: Cache,
+    classes: Classes,
+    backend: Box<dyn Backend>,
+    /// The backend's [`Backend::pooled_from`].
+    pooled_from: usize,
+    /// The backend's [`Backend::resizable_from`].
+    resizable_from: usize,
+    id: u64,
+    budget: usize,
+    closed: AtomicBool,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pool")
+            .field("id", &self.id)
+            .field("backend", &self.backend)
+            .field("budget", &self.budget)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Shared {
+    /// Takes a buffer back: cached, or released if the pool is closed or it does not fit.
+    pub(crate) fn give_back(&self, class: usize, region: Region) {
+        if !self.closed.load(Ordering::Acquire) {
+            self.cache.put(class, region);
+        }
+    }
+
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+/// A number no other pool of any process has: the process id and a counter.
+fn unique_id() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    (u64::from(std::process::id()) << 32) | (NEXT.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff)
+}
+
+impl Pool {
+    /// A pool of inline buffers: `mmap` from 256 KiB, pooled; smaller ones from the process
+    /// allocator, not pooled (see [`Inline`]).
+    pub fn new(config: Config) -> Self {
+        Self::with_backend(config, Inline::default())
+    }
+
+    /// A pool of shared-memory buffers (one memfd each).
+    pub fn shared_memory(config: Config) -> Self {
+        Self::with_backend(config, SharedMemory)
+    }
+
+    /// A pool whose fresh buffers come from `backend`.
+    pub fn with_backend(config: Config, backend: impl Backend + 'static) -> Self {
+        let classes = Classes::new(config.classes);
+        let shards = match config.shards {
+            0 => std::thread::available_parallelism().map_or(1, |n| n.get().min(8)),
+            n => n.min(64),
+        }
+        .next_power_of_two();
+        Self {
+            shared: Arc::new(Shared {
+                cache: Cache::new(classes.count(), shards, config.budget, config.idle_release),
+                classes,
+                pooled_from: backend.pooled_from(),
+                resizable_from: backend.resizable_from(),
+                backend: Box::new(backend),
+                id: unique_id(),
+                budget: config.budget,
+                closed: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// `count` elements of `T`, uninitialised: write them through the returned [`Uninit`]
+    /// (or [`fill`](Uninit::fill) it) to get a [`PooledBuf`]. `count` 0 is a valid empty
+    /// buffer that touches nothing.
+    #[inline]
+    pub fn get<T: Element>(&self, count: usize) -> Result<Uninit<T>, PoolError> {
+        let lease = self.lease(byte_len::<T>(count)?, false)?;
+        Ok(Uninit::new(lease, count))
+    }
+
+    /// `count` zeros of `T`: free for fresh mapped memory (the kernel's pages are zero), one
+    /// fill of the requested bytes for a reused buffer.
+    pub fn get_zeroed<T: Element>(&self, count: usize) -> Result<PooledBuf<T>, PoolError> {
+        let mut lease = self.lease(byte_len::<T>(count)?, true)?;
+        lease.zero_if_dirty();
+        // SAFETY: the lease's first `count × size_of::<T>()` bytes are zero, a valid `T`
+        // (`Element`'s contract).
+        Ok(unsafe { Uninit::new(lease, count).assume_init() })
+    }
+
+    /// `count` copies of `value`: [`get`](Self::get) then [`Uninit::fill`].
+    #[inline]
+    pub fn get_filled<T: Element>(
+        &self,
+        count: usize,
+        value: T,
+    ) -> Result<PooledBuf<T>, PoolError> {
+        Ok(self.get(count)?.fill(value))
+    }
+
+    /// A buffer of `len` bytes from the cache, or else fresh from the backend.
+    #[inline]
+    fn lease(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
+        if len == 0 {
+            return Ok(Lease::empty());
+        }
+        let shared = &self.shared;
+        let class = shared.classes.of(len).ok_or(PoolError::TooLarge { len })?;
+        if class.size < shared.pooled_from {
+            let region = shared.backend.allocate(len, zeroed)?;
+            return Ok(Lease::new(region, len, None));
+        }
+        let region = match shared.cache.take(class.index, len) {
+            Some(region) => region,
+            None => {
+                let region = match self.recycle(class) {
+                    Some(region) => region,
+                    None => shared.backend.allocate(class.size, zeroed)?,
+                };
+                shared.cache.count_miss(len);
+                region
+            }
+        };
+        Ok(Lease::new(
+            region,
+            len,
+            Some((class.index, Arc::clone(shared))),
+        ))
+    }
+
+    /// On a miss, a cached buffer of a class at most a doubling away, resized to `class`
+    /// (its pages kept: no fault for them), when the backend can resize both.
+    fn recycle(&self, class: Class) -> Option<Region> {
+        let shared = &self.shared;
+        if class.size < shared.resizable_from {
+            return None;
+        }
+        let reach = shared.classes.per_doubling();
+        let recyclable = |near: usize| shared.classes.size_of(near) >= shared.resizable_from;
+        let mut region = shared.cache.take_nearby(class.index, reach, recyclable)?;
+        if !shared.backend.resize(&mut region, class.size) {
+            return None; // `region` is released here
+        }
+        shared.cache.count_recycled();
+        Some(region)
+    }
+
+    /// What the pool has done so far.
+    pub fn stats(&self) -> Stats {
+        let counts = self.shared.cache.counts();
+        Stats {
+            hits: counts.hits,
+            misses: counts.misses,
+            recycled: counts.recycled,
+            evictions: counts.evictions,
+            idle_releases: counts.idle_releases,
+            bytes_cached: counts.bytes_cached,
+            peak_bytes_cached: counts.peak_bytes_cached,
+            buffers_cached: counts.buffers_cached,
+            bytes_handed_out: counts.bytes_handed_out,
+        }
+    }
+
+    /// Releases the buffers idle longer than [`Config::idle_release`]; how many (0 when it is
+    /// not set). Returns call this on their own every half idle time; call it from a timer to
+    /// release memory while the pool is not used.
+    pub fn release_idle(&self) -> usize {
+        self.shared.cache.release_idle()
+    }
+
+    /// Releases every cached buffer; how many.
+    pub fn clear(&self) -> usize {
+        self.shared.cache.clear()
+    }
+
+    /// This pool's identity, carried by its shared-memory handles.
+    pub fn id(&self) -> u64 {
+        self.shared.id
+    }
+
+    /// The byte budget.
+    pub fn budget(&self) -> usize {
+        self.shared.budget
+    }
+
+    /// The backend's name (`inline` or `shm`).
+    pub fn backend_name(&self) -> &'static str {
+        self.shared.backend.name()
+    }
+
+    /// Maps a shared buffer of this pool from its handle (e.g. one that came back from
+    /// another process with the descriptor renumbered). A handle of another pool is
+    /// [`PoolError::ForeignHandle`]; a closed descriptor or one too short is
+    /// [`PoolError::BadHandle`].
+    pub fn map_handle(&self, handle: &ShmHandle) -> Result<SharedMapping, PoolError> {
+        if handle.pool != self.id() {
+            return Err(PoolError::ForeignHandle {
+                handle_pool: handle.pool,
+                pool: self.id(),
+            });
+        }
+        SharedMapping::map(handle)
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.cache.clear();
+    }
+}
+
+/// Bytes of `count` elements of `T`.
+fn byte_len<T>(count: usize) -> Result<usize, PoolError> {
+    count
+        .checked_mul(size_of::<T>())
+        .ok_or(PoolError::SizeOverflow {
+            count,
+            element_size: size_of::<T>(),
+        })
+}

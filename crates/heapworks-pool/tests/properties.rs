@@ -1,0 +1,216 @@
+//! Property tests: random sequences of gets and drops against an exact model of the cache
+//! (single thread: size classes, most recent hit first, a miss recycling a mapped buffer of a
+//! class up to a doubling away, LRU eviction across classes under the budget), checking after every step that no two live buffers overlap, that every live
+//! buffer still holds what its holder wrote (so none was handed out twice), and that the
+//! pool's counts equal the model's.
+
+use heapworks_pool::class::Classes;
+use heapworks_pool::{ClassesPerDoubling, Config, Inline, Pool, PooledBuf};
+use proptest::prelude::*;
+
+/// Sizes in bytes: tiny ones, neighbours in one class, and mapped ones in nearby classes.
+const SIZES: [usize; 11] = [
+    1,
+    60,
+    64,
+    700,
+    760,
+    5000,
+    300_000,
+    310_000,
+    400_000,
+    900_000,
+    1 << 20,
+];
+/// Classes per doubling (the default), hence how far a miss looks for a buffer to recycle.
+const REACH: usize = 4;
+
+#[derive(Debug, Clone)]
+enum Step {
+    Get { size: usize },
+    Drop { index: usize },
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        (0..SIZES.len()).prop_map(|i| Step::Get { size: SIZES[i] }),
+        any::<prop::sample::Index>().prop_map(|i| Step::Drop {
+            index: i.index(1 << 16)
+        }),
+    ]
+}
+
+/// What the pool must hold: cached (class, bytes, recyclable) in return order, and the
+/// counts.
+#[derive(Default)]
+struct Model {
+    cached: Vec<(usize, usize, bool)>,
+    hits: u64,
+    misses: u64,
+    recycled: u64,
+    evictions: u64,
+    peak: usize,
+}
+
+impl Model {
+    fn bytes(&self) -> usize {
+        self.cached.iter().map(|(_, bytes, _)| bytes).sum()
+    }
+
+    /// The most recent entry of `class`.
+    fn newest(&self, class: usize) -> Option<usize> {
+        self.cached.iter().rposition(|(c, _, _)| *c == class)
+    }
+
+    fn get(&mut self, class: usize, recyclable: bool) {
+        if let Some(at) = self.newest(class) {
+            self.cached.remove(at);
+            self.hits += 1;
+            return;
+        }
+        self.misses += 1;
+        if !recyclable {
+            return;
+        }
+        let nearby = (1..=REACH)
+            .flat_map(|d| [class.checked_add(d), class.checked_sub(d)])
+            .flatten()
+            .filter_map(|near| self.newest(near))
+            .find(|&at| self.cached[at].2);
+        if let Some(at) = nearby {
+            self.cached.remove(at);
+            self.recycled += 1;
+        }
+    }
+
+    fn put(&mut self, class: usize, bytes: usize, recyclable: bool, budget: usize) {
+        if bytes > budget {
+            return;
+        }
+        while self.bytes() + bytes > budget {
+            self.cached.remove(0);
+            self.evictions += 1;
+        }
+        self.cached.push((class, bytes, recyclable));
+        self.peak = self.peak.max(self.bytes());
+    }
+}
+
+/// A live buffer, the byte it was filled with, and its class and whether it is recyclable
+/// (`None`: not pooled).
+type Live = (PooledBuf<u8>, u8, Option<(usize, bool)>);
+
+/// The pools under test.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    /// Inline, small buffers left to the process allocator.
+    Inline,
+    /// Inline, every buffer cached.
+    InlineAll,
+    /// Shared memory.
+    Shared,
+}
+
+fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
+    let config = Config::with_budget(budget);
+    let inline = Inline::default();
+    let pool = match kind {
+        Kind::Inline => Pool::new(config),
+        Kind::InlineAll => Pool::with_backend(
+            config,
+            Inline {
+                pool_heap_buffers: true,
+                ..inline
+            },
+        ),
+        Kind::Shared => Pool::shared_memory(config),
+    };
+    let pooled = |class_size: usize| match kind {
+        Kind::Inline => class_size >= inline.map_threshold,
+        Kind::InlineAll | Kind::Shared => true,
+    };
+    // Inline mappings can be resized into another class; heap and shared buffers cannot.
+    let recyclable = |class_size: usize| match kind {
+        Kind::Inline | Kind::InlineAll => class_size >= inline.map_threshold,
+        Kind::Shared => false,
+    };
+    let classes = Classes::new(ClassesPerDoubling::default());
+    let mut model = Model::default();
+    let mut live: Vec<Live> = Vec::new();
+    for (number, step) in steps.iter().enumerate() {
+        match *step {
+            Step::Get { size } => {
+                let class = classes.of(size).unwrap();
+                let home = pooled(class.size).then_some((class.index, recyclable(class.size)));
+                if let Some((index, recyclable)) = home {
+                    model.get(index, recyclable);
+                }
+                let mark = number as u8;
+                let buf = pool.get_filled::<u8>(size, mark).unwrap();
+                live.push((buf, mark, home));
+            }
+            Step::Drop { index } if !live.is_empty() => {
+                let (buf, mark, home) = live.swap_remove(index % live.len());
+                prop_assert!(buf.iter().all(|&b| b == mark));
+                if let Some((class, recyclable)) = home {
+                    model.put(class, buf.capacity_bytes(), recyclable, budget);
+                }
+            }
+            Step::Drop { .. } => {}
+        }
+        // A second holder would have filled the whole buffer: its ends and middle suffice
+        // here (each buffer is checked whole when dropped).
+        for (buf, mark, _) in &live {
+            let probes = [0, buf.len() / 2, buf.len() - 1];
+            prop_assert!(
+                probes.iter().all(|&i| buf[i] == *mark),
+                "a live buffer was overwritten"
+            );
+        }
+        let mut spans: Vec<(usize, usize)> = live
+            .iter()
+            .map(|(buf, _, _)| (buf.as_ptr() as usize, buf.capacity_bytes()))
+            .collect();
+        spans.sort_unstable();
+        for pair in spans.windows(2) {
+            prop_assert!(pair[0].0 + pair[0].1 <= pair[1].0, "live buffers overlap");
+        }
+        let stats = pool.stats();
+        prop_assert_eq!(stats.hits, model.hits);
+        prop_assert_eq!(stats.misses, model.misses);
+        prop_assert_eq!(stats.recycled, model.recycled);
+        prop_assert_eq!(stats.evictions, model.evictions);
+        prop_assert_eq!(stats.bytes_cached, model.bytes());
+        prop_assert_eq!(stats.peak_bytes_cached, model.peak);
+        prop_assert!(stats.peak_bytes_cached <= budget);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn inline_pool_matches_the_model(
+        steps in prop::collection::vec(step(), 1..120),
+        budget in prop_oneof![Just(0usize), 1000..3_000_000usize],
+    ) {
+        run(&steps, budget, Kind::Inline)?;
+    }
+
+    #[test]
+    fn inline_pool_caching_everything_matches_the_model(
+        steps in prop::collection::vec(step(), 1..120),
+        budget in prop_oneof![Just(0usize), 1000..3_000_000usize],
+    ) {
+        run(&steps, budget, Kind::InlineAll)?;
+    }
+
+    #[test]
+    fn shared_pool_matches_the_model(
+        steps in prop::collection::vec(step(), 1..60),
+        budget in 0..2_000_000usize,
+    ) {
+        run(&steps, budget, Kind::Shared)?;
+    }
+}
