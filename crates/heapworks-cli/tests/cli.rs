@@ -978,6 +978,8 @@ fn failed_cells_say_why_under_the_table() {
             "{table}"
         );
     }
+}
+
 /// `bench --pool`, end to end without the peers (which build heapworks-malloc): the table, the
 /// target notes, the HTML report with time against size drawn twice.
 #[test]
