@@ -5,29 +5,12 @@
 
 mod common;
 
-use common::{compile, library, Linkage};
-use std::os::unix::process::ExitStatusExt;
+use common::{assert_misuse_caught, compile, run_in_mode, Linkage, Mode};
 use std::process::Command;
 
 /// Runs `misuse ARGS` preloaded and asserts it aborted with a message containing `expected`.
 fn caught(args: &[&str], expected: &str) {
-    let binary = compile("misuse.c", "cc", Linkage::Plain);
-    let output = Command::new(binary)
-        .args(args)
-        .env("LD_PRELOAD", library())
-        .output()
-        .expect("run the program");
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.signal(),
-        Some(libc::SIGABRT),
-        "{args:?} was not caught ({}); stderr:\n{stderr}",
-        output.status
-    );
-    assert!(
-        stderr.contains(&format!("heapworks: {expected}")) && stderr.contains(" of 0x"),
-        "{args:?}: the message does not name the fault and the address:\n{stderr}"
-    );
+    assert_misuse_caught(args, Mode::Default, expected);
 }
 
 #[test]
@@ -47,11 +30,7 @@ fn frees_of_stack_and_global_pointers_are_caught() {
 #[test]
 fn foreign_pointers_have_no_usable_size() {
     let binary = compile("misuse.c", "cc", Linkage::Plain);
-    let output = Command::new(binary)
-        .arg("usable")
-        .env("LD_PRELOAD", library())
-        .output()
-        .expect("run the program");
+    let output = run_in_mode(Command::new(binary).arg("usable"), Mode::Default);
     assert!(output.status.success(), "{output:?}");
 }
 
@@ -59,11 +38,7 @@ fn foreign_pointers_have_no_usable_size() {
 fn a_use_after_free_cannot_steer_malloc() {
     let binary = compile("misuse.c", "cc", Linkage::Plain);
     for size in ["64", "300", "1000", "4000"] {
-        let output = Command::new(&binary)
-            .args(["steer", size])
-            .env("LD_PRELOAD", library())
-            .output()
-            .expect("run the program");
+        let output = run_in_mode(Command::new(&binary).args(["steer", size]), Mode::Default);
         // The mangled link sends the list to an address of no use (the process may fault on
         // it), never to the one the program wrote.
         let stdout = String::from_utf8_lossy(&output.stdout);

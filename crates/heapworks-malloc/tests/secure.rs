@@ -5,33 +5,12 @@
 
 mod common;
 
-use common::{assert_success, compile, library, run_plain, Linkage};
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, Output};
-
-fn secure(command: &mut Command) -> Output {
-    command
-        .env("LD_PRELOAD", library())
-        .env("HEAPWORKS_SECURE", "1")
-        .output()
-        .expect("run the program")
-}
+use common::{assert_misuse_caught, assert_success, run_in_mode, run_plain, Mode};
+use std::process::Command;
 
 /// Runs `misuse ARGS` in secure mode; it must abort with a message containing `expected`.
 fn caught(args: &[&str], expected: &str) {
-    let binary = compile("misuse.c", "cc", Linkage::Plain);
-    let output = secure(Command::new(binary).args(args));
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(
-        output.status.signal(),
-        Some(libc::SIGABRT),
-        "{args:?} was not caught ({}); stderr:\n{stderr}",
-        output.status
-    );
-    assert!(
-        stderr.contains(&format!("heapworks: {expected}")) && stderr.contains(" 0x"),
-        "{args:?}: the message does not name the fault and the address:\n{stderr}"
-    );
+    assert_misuse_caught(args, Mode::Secure, expected);
 }
 
 #[test]
@@ -77,7 +56,7 @@ fn programs_keep_their_output() {
         command
     };
     let glibc = run_plain(&mut sort());
-    let ours = secure(&mut sort());
+    let ours = run_in_mode(&mut sort(), Mode::Secure);
     assert_success(&ours, "sort in secure mode");
     assert_eq!(ours.stdout, glibc.stdout);
 }

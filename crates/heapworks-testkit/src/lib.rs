@@ -18,8 +18,10 @@
 //! - `check()` passes (every `check_every` operations, and always at the end).
 //!
 //! [`malloc_model`] does the same for a C malloc through its API (heapworks-malloc's fuzz
-//! target), with the same patterns.
+//! target), with the same patterns. [`child`] runs a test again in a child process, for
+//! subjects that abort.
 
+pub mod child;
 pub mod malloc_model;
 
 use std::alloc::Layout;

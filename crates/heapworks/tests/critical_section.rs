@@ -6,10 +6,7 @@
 #![cfg(feature = "critical-section")]
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::io::Read;
-use std::process::{Command, Stdio};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use heapworks::CriticalSectionHeap;
 use heapworks_testkit::Arena;
@@ -94,31 +91,11 @@ fn reentry_aborts_with_its_message() {
         let _again = heap.lock();
         unreachable!("the second lock aborts");
     }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args(["reentry_aborts_with_its_message", "--exact", "--nocapture"])
-        .env(REENTRY_CHILD, "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("the child hung on the second lock");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let (status, stderr) = heapworks_testkit::child::run_test_alone(
+        "reentry_aborts_with_its_message",
+        REENTRY_CHILD,
+        "on the second lock",
+    );
     assert!(!status.success(), "the second lock went through: {stderr}");
     assert!(
         stderr.contains("locked again by its holder"),

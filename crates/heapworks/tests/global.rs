@@ -8,9 +8,6 @@
 #![cfg(not(miri))]
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use heapworks::LockedHeap;
 
@@ -56,35 +53,11 @@ fn misuse_through_global_alloc_aborts_with_its_message() {
     if std::env::var_os(MISUSE_CHILD).is_some() {
         free_twice();
     }
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .args([
-            "misuse_through_global_alloc_aborts_with_its_message",
-            "--exact",
-        ])
-        .args(["--nocapture", "--test-threads=1"])
-        .env(MISUSE_CHILD, "1")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if started.elapsed() > Duration::from_secs(60) {
-            child.kill().unwrap();
-            panic!("the child hung after the double free (a deadlock on the heap's lock?)");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let (status, stderr) = heapworks_testkit::child::run_test_alone(
+        "misuse_through_global_alloc_aborts_with_its_message",
+        MISUSE_CHILD,
+        "after the double free (a deadlock on the heap's lock?)",
+    );
     assert!(
         !status.success(),
         "the double free went unnoticed: {stderr}"

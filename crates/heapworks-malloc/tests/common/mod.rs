@@ -196,3 +196,40 @@ pub fn run_or_hang(command: &mut Command, seconds: u64) -> Output {
     }
     child.wait_with_output().expect("collect the output")
 }
+
+/// Which mode of the library a misuse run preloads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Default,
+    /// `HEAPWORKS_SECURE=1`.
+    Secure,
+}
+
+/// Runs `program` (set up with its arguments) with the library preloaded in `mode`.
+pub fn run_in_mode(program: &mut Command, mode: Mode) -> Output {
+    program.env("LD_PRELOAD", library());
+    match mode {
+        Mode::Default => program.env_remove("HEAPWORKS_SECURE"),
+        Mode::Secure => program.env("HEAPWORKS_SECURE", "1"),
+    };
+    program.output().expect("run the program")
+}
+
+/// Runs `tests/c/misuse.c ARGS` in `mode` and asserts that the library caught the misuse: the
+/// run aborted with a message of ours containing `expected` and naming an address.
+pub fn assert_misuse_caught(args: &[&str], mode: Mode, expected: &str) {
+    use std::os::unix::process::ExitStatusExt;
+    let binary = compile("misuse.c", "cc", Linkage::Plain);
+    let output = run_in_mode(Command::new(binary).args(args), mode);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(
+        output.status.signal(),
+        Some(libc::SIGABRT),
+        "{args:?} was not caught ({}); stderr:\n{stderr}",
+        output.status
+    );
+    assert!(
+        stderr.contains(&format!("heapworks: {expected}")) && stderr.contains(" 0x"),
+        "{args:?}: the message does not name the fault and the address:\n{stderr}"
+    );
+}
