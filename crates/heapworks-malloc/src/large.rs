@@ -225,9 +225,7 @@ fn allocate_guarded(size: usize, align: usize) -> Option<LargeBlock> {
     // SAFETY: as above.
     unsafe {
         write_header(ptr, Mapping { base, len });
-        ptr.cast::<usize>()
-            .sub(1)
-            .write(len | EMBEDDER_TAG | GUARDED);
+        mark_header(ptr, GUARDED);
     }
     Some(LargeBlock { ptr, zeroed: true })
 }
@@ -253,10 +251,7 @@ unsafe fn quarantine_guarded(block: NonNull<u8>, mapping: Mapping) {
     unsafe {
         let header_page = (block.as_ptr().addr() - HEADER) & !(PAGE - 1);
         let header_page = block.with_addr(core::num::NonZeroUsize::new_unchecked(header_page));
-        block
-            .cast::<usize>()
-            .sub(1)
-            .write(mapping.len | EMBEDDER_TAG | GUARDED | FREED);
+        mark_header(block, FREED);
         let before = header_page.as_ptr().addr() - mapping.base.as_ptr().addr();
         if before > 0 {
             os::protect_none(mapping.base, before);
@@ -324,18 +319,13 @@ pub(crate) unsafe fn free(block: NonNull<u8>) {
         Header::Invalid => crate::fault::invalid_pointer("free", block.as_ptr()),
     };
     // SAFETY: the caller's block has a header.
-    if unsafe { block.cast::<usize>().sub(1).read() } & GUARDED != 0 {
+    if unsafe { header_words(block) }.1 & GUARDED != 0 {
         // SAFETY: the mapping and its guard page are the block's alone, given up.
         return unsafe { quarantine_guarded(block, mapping) };
     }
     // SAFETY: the header lies in the mapping, which stays mapped while it is cached (an
     // unmapped one faults on a second free: caught by the kernel, never reused silently).
-    unsafe {
-        block
-            .cast::<usize>()
-            .sub(1)
-            .write(mapping.len | EMBEDDER_TAG | FREED)
-    };
+    unsafe { mark_header(block, FREED) };
     let shared = if mapping.len <= slot_max_bytes() {
         match tcache::live_large_slot() {
             // SAFETY: the slot is the calling thread's, used by nothing else meanwhile.
@@ -461,6 +451,8 @@ const FREED: usize = 1;
 /// Marks the length word of a block whose mapping is followed by a guard page (secure mode):
 /// its length excludes the guard, which goes with it when it is unmapped.
 const GUARDED: usize = 2;
+/// Every bit of a length word that is not the length.
+const MARKS: usize = EMBEDDER_TAG | FREED | GUARDED;
 
 /// What the header of a block whose tag says large tells: its mapping, or why it cannot be one.
 pub(crate) enum Header {
@@ -479,11 +471,8 @@ pub(crate) enum Header {
 /// The two words before `block` are readable.
 pub(crate) unsafe fn header(block: NonNull<u8>) -> Header {
     // SAFETY: forwarded from the caller.
-    let (base, word) = unsafe {
-        let words = block.cast::<usize>();
-        (words.sub(2).read(), words.sub(1).read())
-    };
-    let len = word & !(EMBEDDER_TAG | FREED | GUARDED);
+    let (base, word) = unsafe { header_words(block) };
+    let len = word & !MARKS;
     let offset = block.as_ptr().addr().wrapping_sub(base);
     let fits = base != 0
         && base.is_multiple_of(PAGE)
@@ -505,14 +494,36 @@ pub(crate) unsafe fn header(block: NonNull<u8>) -> Header {
 unsafe fn mapping_of(block: NonNull<u8>) -> Mapping {
     // SAFETY: a large block's two header words are readable and describe its mapping.
     unsafe {
-        let words = block.cast::<usize>();
-        let base = words.sub(2).read();
-        let len = words.sub(1).read() & !(EMBEDDER_TAG | FREED | GUARDED);
+        let (base, word) = header_words(block);
         let base_ptr = block.with_addr(core::num::NonZeroUsize::new_unchecked(base));
         Mapping {
             base: base_ptr,
-            len,
+            len: word & !MARKS,
         }
+    }
+}
+
+/// A large block's two header words: its mapping's base, and its length with the marks.
+///
+/// # Safety
+/// The two words before `block` are readable.
+unsafe fn header_words(block: NonNull<u8>) -> (usize, usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let words = block.cast::<usize>();
+        (words.sub(2).read(), words.sub(1).read())
+    }
+}
+
+/// Adds `marks` (`FREED`, `GUARDED`) to a large block's length word.
+///
+/// # Safety
+/// `block` is a large block whose header the caller may write.
+unsafe fn mark_header(block: NonNull<u8>, marks: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let word = block.cast::<usize>().sub(1);
+        word.write(word.read() | marks);
     }
 }
 
