@@ -149,6 +149,32 @@ fn size_points(sizes: &[f64], one: &Series) -> Vec<(f64, f64)> {
         .collect()
 }
 
+/// The mesh (sizes across, `unit` up) and one line per series, on linear or log axes.
+fn size_mesh_and_lines<X, Y>(
+    chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, Y>>,
+    unit: &str,
+    sizes: &[f64],
+    series: &[Series],
+) -> DrawResult
+where
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    chart
+        .configure_mesh()
+        .x_desc("bytes")
+        .x_label_formatter(&|v| super::format_value(*v))
+        .y_label_formatter(&|v| super::format_value(*v))
+        .y_desc(unit)
+        .label_style((FONT, 12))
+        .draw()?;
+    for one in series {
+        let style = colour(one.colour).stroke_width(2);
+        chart.draw_series(LineSeries::new(size_points(sizes, one), style))?;
+    }
+    Ok(())
+}
+
 fn draw_size_lines_linear(
     root: &DrawingArea<SVGBackend<'_>, Shift>,
     title: &str,
@@ -164,19 +190,7 @@ fn draw_size_lines_linear(
         .x_label_area_size(36)
         .y_label_area_size(64)
         .build_cartesian_2d(0.0..right * 1.02, 0.0..max_value(series) * 1.1)?;
-    chart
-        .configure_mesh()
-        .x_desc("bytes")
-        .x_label_formatter(&|v| super::format_value(*v))
-        .y_label_formatter(&|v| super::format_value(*v))
-        .y_desc(unit)
-        .label_style((FONT, 12))
-        .draw()?;
-    for one in series {
-        let style = colour(one.colour).stroke_width(2);
-        chart.draw_series(LineSeries::new(size_points(sizes, one), style))?;
-    }
-    Ok(())
+    size_mesh_and_lines(&mut chart, unit, sizes, series)
 }
 
 fn draw_size_lines_log(
@@ -203,19 +217,7 @@ fn draw_size_lines_log(
             (left.min(right) / 1.5..right * 1.5).log_scale(),
             (bottom..max_value(series) * 2.0).log_scale(),
         )?;
-    chart
-        .configure_mesh()
-        .x_desc("bytes")
-        .x_label_formatter(&|v| super::format_value(*v))
-        .y_label_formatter(&|v| super::format_value(*v))
-        .y_desc(unit)
-        .label_style((FONT, 12))
-        .draw()?;
-    for one in series {
-        let style = colour(one.colour).stroke_width(2);
-        chart.draw_series(LineSeries::new(size_points(sizes, one), style))?;
-    }
-    Ok(())
+    size_mesh_and_lines(&mut chart, unit, sizes, series)
 }
 
 fn draw_lines(
