@@ -57,7 +57,7 @@ mod error;
 mod ndarray_view;
 mod pool;
 
-pub use backend::{Backend, Inline, SharedMapping, SharedMemory, ShmHandle};
+pub use backend::{Backend, Inline, ReceivedHandle, SharedMapping, SharedMemory, ShmHandle};
 pub use buffer::{PooledBuf, Uninit};
 pub use class::ClassesPerDoubling;
 pub use element::Element;
