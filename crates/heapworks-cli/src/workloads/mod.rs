@@ -133,7 +133,7 @@ impl WorkloadId {
                 "many vectors pushed from empty to 1 MiB, interleaved: realloc-heavy growth"
             }
             WorkloadId::Traces => {
-                "replays of real programs' allocation traces (gcc, python3, cargo, git, sort) \
+                "replays of real programs' allocation traces (gcc, g++, python3, perl, sqlite3, vim, cargo, git, sort) \
                  and seed 003's scripts: time of the allocator calls, average and p99 \
                  response, footprint and utilization (peak live bytes over footprint)"
             }
