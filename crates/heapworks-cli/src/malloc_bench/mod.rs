@@ -8,6 +8,7 @@
 //!   preloaded malloc is the one called, or with wall time and peak RSS.
 //! - [`counts`]: instructions per call under callgrind.
 //! - [`timed`]: `free(malloc(n))` for n = 50 B … 50 MB, and two threads.
+//! - [`scaling`]: thread workloads at 2, 4 and 8 threads, throughput and peak RSS.
 //! - [`real`] and [`inputs`]: python3, gcc, git, sort, make, perl and sqlite3 on generated
 //!   inputs, and the trace corpus replayed through malloc; interposition and output checked.
 //!
@@ -27,6 +28,7 @@ pub mod inputs;
 pub mod libraries;
 pub mod process;
 pub mod real;
+pub mod scaling;
 pub mod timed;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +51,8 @@ pub enum MallocWorkload {
     Sizes,
     /// Two threads: producer/consumer and mixed sizes.
     Threads,
+    /// 2, 4 and 8 threads: a larson-like server, producers and consumers, thread churn.
+    Scaling,
     /// Real programs: python3, gcc, git, sort, make, perl, sqlite3.
     Programs,
     /// The trace corpus replayed through malloc.
@@ -57,10 +61,11 @@ pub enum MallocWorkload {
 
 impl MallocWorkload {
     /// Every workload, in report order.
-    pub const ALL: [MallocWorkload; 5] = [
+    pub const ALL: [MallocWorkload; 6] = [
         MallocWorkload::Instructions,
         MallocWorkload::Sizes,
         MallocWorkload::Threads,
+        MallocWorkload::Scaling,
         MallocWorkload::Programs,
         MallocWorkload::Traces,
     ];
@@ -71,6 +76,7 @@ impl MallocWorkload {
             MallocWorkload::Instructions => "malloc_instructions",
             MallocWorkload::Sizes => "malloc_sizes",
             MallocWorkload::Threads => "malloc_threads",
+            MallocWorkload::Scaling => "malloc_scaling",
             MallocWorkload::Programs => "malloc_programs",
             MallocWorkload::Traces => "malloc_traces",
         }
@@ -93,6 +99,13 @@ impl MallocWorkload {
                 "2 threads, malloc and free calls per second: producer/consumer (one thread \
                  allocates 8 B–4 KiB blocks and hands them over in batches, the other frees \
                  them) and mixed sizes (each thread allocates and frees its own)"
+            }
+            MallocWorkload::Scaling => {
+                "2, 4 and 8 threads (oversubscribed beyond the cores), malloc and free calls \
+                 per second and peak RSS: a larson-like server (lanes of short-lived threads, \
+                 each freeing what its predecessor allocated), producer/consumer pairs, one \
+                 producer feeding the rest, the rest feeding one consumer, and thread churn \
+                 (threads exit leaving blocks that later threads free)"
             }
             MallocWorkload::Programs => {
                 "real programs under LD_PRELOAD on generated inputs: wall time, and peak RSS \
@@ -260,6 +273,9 @@ fn plan(
             }
             MallocWorkload::Threads => {
                 tasks.extend(timed::threads_tasks(config, &programs.threads, scratch))
+            }
+            MallocWorkload::Scaling => {
+                tasks.extend(scaling::tasks(config, &programs.scaling, scratch))
             }
             MallocWorkload::Programs => {
                 tasks.extend(real::program_tasks(config, &programs.measure, scratch))

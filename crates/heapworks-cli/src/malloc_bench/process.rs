@@ -22,6 +22,8 @@ pub struct Programs {
     pub driver: PathBuf,
     /// `threads`: producer/consumer and mixed sizes on two threads.
     pub threads: PathBuf,
+    /// `scaling`: thread workloads at any thread count.
+    pub scaling: PathBuf,
     /// `replay`: a trace in text form replayed through malloc.
     pub replay: PathBuf,
     /// `measure`: runs a program and takes its wall time and peak RSS.
@@ -39,6 +41,7 @@ impl Programs {
         Ok(Self {
             driver: compile("driver", &[])?,
             threads: compile("threads", &["-pthread"])?,
+            scaling: compile("scaling", &["-pthread"])?,
             replay: compile("replay", &[])?,
             measure: Measure {
                 launcher: compile("measure", &[])?,
