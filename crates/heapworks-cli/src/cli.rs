@@ -16,19 +16,25 @@ use crate::options::{parse_duration, parse_tolerance, parse_trials};
 use crate::pool_bench::{self, PoolSelection};
 use crate::replay;
 use crate::report::{self, table, Outputs};
+use crate::report_dir::default_report_dir;
 use crate::results::Results;
 use crate::runner::{self, Selection};
 use crate::torture::{self, TortureArgs};
 use crate::trace_commands::{self, ReplayArgs, TraceArgs};
 use crate::workloads::{Config, Scale, WorkloadId};
 
-/// Default directory of the HTML report.
-pub const DEFAULT_REPORT_DIR: &str = "target/heapworks-report";
+/// `heapworks --version`: the crate's version and the git revision it was built from.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (revision ",
+    env!("HEAPWORKS_REVISION"),
+    ")"
+);
 
 #[derive(Debug, Parser)]
 #[command(
     name = "heapworks",
-    version,
+    version = VERSION,
     about = "heapworks and its peers, side by side"
 )]
 struct Cli {
@@ -120,9 +126,10 @@ struct BenchArgs {
 struct ReportArgs {
     /// A results file written by `heapworks bench --json` (or the report's results.json).
     results: PathBuf,
-    /// Directory of the HTML report.
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
-    out: PathBuf,
+    /// Directory of the HTML report (default: $XDG_CACHE_HOME/heapworks/reports/report, else
+    /// ~/.cache/heapworks/reports/report, else <temp dir>/heapworks/reports/report).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// Parses the command line and runs it; the process's exit code.
@@ -160,21 +167,27 @@ pub struct OutputArgs {
     /// Also write the results as CSV.
     #[arg(long, value_name = "PATH")]
     csv: Option<PathBuf>,
-    /// Directory of the HTML report.
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
-    out: PathBuf,
+    /// Directory of the HTML report (default: $XDG_CACHE_HOME/heapworks/reports/<command>, else
+    /// ~/.cache/heapworks/reports/<command>, else <temp dir>/heapworks/reports/<command>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
     /// Do not write the HTML report.
     #[arg(long)]
     no_html: bool,
 }
 
 impl OutputArgs {
-    /// The files and directory these options ask for.
-    pub fn outputs(&self) -> Outputs {
+    /// The files and directory these options ask for, the report of `command` going to its
+    /// [`default_report_dir`] without `--out`.
+    pub fn outputs(&self, command: &str) -> Outputs {
+        let html_dir = self
+            .out
+            .clone()
+            .unwrap_or_else(|| default_report_dir(command));
         Outputs {
             json: self.json.clone(),
             csv: self.csv.clone(),
-            html_dir: (!self.no_html).then(|| self.out.clone()),
+            html_dir: (!self.no_html).then_some(html_dir),
         }
     }
 }
@@ -193,7 +206,7 @@ fn bench(args: BenchArgs) -> Result<(), String> {
         filter.push(WorkloadId::Instructions.name().to_string());
     }
     let selection = Selection::from_filter(&filter).map_err(|e| e.to_string())?;
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
     if selection.wants_instructions() {
         instructions::check_valgrind().map_err(|e| e.to_string())?;
@@ -216,7 +229,7 @@ fn bench_malloc(args: &BenchArgs) -> Result<(), String> {
         filter.push(MallocWorkload::Instructions.name().to_string());
     }
     let selection = MallocSelection::from_filter(&filter)?;
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
     let progress = runner::progress_bar(0);
     let results = malloc_bench::run(&config_of(args), &selection, &args.malloc_lib, &progress);
@@ -231,7 +244,7 @@ fn bench_malloc(args: &BenchArgs) -> Result<(), String> {
 /// `bench --pool`: heapworks-pool against fresh allocations.
 fn bench_pool(args: &BenchArgs) -> Result<(), String> {
     let selection = PoolSelection::from_filter(&args.filter)?;
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
     let progress = runner::progress_bar(0);
     let results = pool_bench::run(&config_of(args), &selection, &progress);
@@ -308,7 +321,11 @@ pub fn announce(outputs: &Outputs) {
 fn rerender(args: &ReportArgs) -> Result<(), String> {
     let results = read_results(&args.results)?;
     let outputs = Outputs {
-        html_dir: Some(args.out.clone()),
+        html_dir: Some(
+            args.out
+                .clone()
+                .unwrap_or_else(|| default_report_dir("report")),
+        ),
         ..Outputs::default()
     };
     outputs.check_writable().map_err(|e| e.to_string())?;

@@ -7,7 +7,9 @@
 //! - [`gate`]: the instruction-count regression gate against a baseline results file.
 //! - [`options`]: the numeric command-line options, parsed and bounded.
 //! - [`runner`]: plans cases, interleaves trials allocator by allocator, aggregates medians.
-//! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms.
+//! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms;
+//!   [`report_dir`]: where the HTML report goes without `--out`.
+//! - `revision`: the git revision of the build (`heapworks --version`), read by `build.rs`.
 //! - [`replay`] and [`trace_commands`]: allocation traces of real programs (`heapworks trace`)
 //!   replayed on every contender (`heapworks replay`, the `traces` workload).
 //! - [`malloc_bench`]: `heapworks bench --malloc`, heapworks-malloc against the C mallocs
@@ -27,7 +29,11 @@ pub mod pool_bench;
 pub mod region;
 pub mod replay;
 pub mod report;
+pub mod report_dir;
 pub mod results;
+// The build script's module (`build.rs` includes it); compiled here only for its tests.
+#[cfg(test)]
+mod revision;
 pub mod rng;
 pub mod runner;
 pub mod stats;

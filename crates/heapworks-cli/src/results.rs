@@ -21,7 +21,7 @@ pub const ENVIRONMENT: &str = "environment";
 /// column for each, so a hostile file with a column per cell would make the report quadratic.
 pub const MAX_ALLOCATORS: usize = 64;
 
-/// [`Environment::scale`] of a `heapworks replay` run: one replay per cell, no time box.
+/// [`Environment::scale`] of a `heapworks replay` run: `trials` replays per cell, no time box.
 pub const REPLAY_SCALE: &str = "replay";
 
 /// Start of [`Environment::scale`] in a `heapworks torture` run (`torture-quick`, …): a
@@ -211,7 +211,10 @@ impl Environment {
     /// The run's settings in one line.
     pub fn settings_line(&self) -> String {
         if self.scale == REPLAY_SCALE {
-            return format!("one replay per cell · revision {}", self.revision);
+            return format!(
+                "{} trials per cell, interleaved · revision {}",
+                self.trials, self.revision
+            );
         }
         if self.is_scorecard() {
             return format!(
@@ -651,7 +654,10 @@ fn workspace_revision() -> String {
         .ok()
         .filter(|out| out.status.success())
         .and_then(|out| String::from_utf8(out.stdout).ok())
-        .map_or_else(|| "unknown".to_string(), |s| s.trim().to_string())
+        .map_or_else(
+            || env!("HEAPWORKS_REVISION").to_string(),
+            |s| s.trim().to_string(),
+        )
 }
 
 #[cfg(test)]

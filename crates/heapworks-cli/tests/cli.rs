@@ -500,7 +500,10 @@ fn replay_report_plots_interval_average_and_utilization() {
     ] {
         assert!(page.contains(case), "{case} missing");
     }
-    assert!(page.contains("<h1>heapworks replay</h1>") && page.contains("one replay per cell"));
+    assert!(
+        page.contains("<h1>heapworks replay</h1>")
+            && page.contains("3 trials per cell, interleaved")
+    );
     assert!(page.contains("<svg") && page.contains("</html>"));
 }
 
@@ -1031,4 +1034,154 @@ fn pool_bench_refuses_bad_options_before_running() {
     );
     let both = heapworks(&["bench", "--pool", "--malloc", "--json", json]);
     assert_refused(&both, "--malloc", &dir);
+}
+
+/// Runs `heapworks ARGS` in `cwd` with `XDG_CACHE_HOME` set to `cache`.
+fn heapworks_in(cwd: &Path, cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_heapworks"))
+        .args(args)
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .expect("binary runs")
+}
+
+#[test]
+fn version_names_the_crate_version_and_the_revision() {
+    let output = heapworks(&["--version"]);
+    assert!(output.status.success());
+    let version = text(&output.stdout);
+    assert!(
+        version.starts_with(&format!(
+            "heapworks {} (revision ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{version}"
+    );
+    let head = Command::new("git")
+        .args([
+            "-C",
+            env!("CARGO_MANIFEST_DIR"),
+            "rev-parse",
+            "--short=12",
+            "HEAD",
+        ])
+        .output();
+    match head {
+        Ok(head) if head.status.success() => {
+            let head = text(&head.stdout);
+            assert!(version.contains(head.trim()), "{version} is not at {head}");
+        }
+        _ => assert!(
+            version.contains("not built from a git checkout"),
+            "{version}"
+        ),
+    }
+}
+
+#[test]
+fn replay_usage_shows_alloc_as_optional_and_defaults_to_every_allocator() {
+    let help = text(&heapworks(&["replay", "--help"]).stdout);
+    let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap();
+    assert_eq!(usage, "Usage: heapworks replay [OPTIONS] <TRACE>...");
+    let refused = text(&heapworks(&["replay"]).stderr);
+    assert!(!refused.contains("--alloc"), "{refused}");
+    let output = heapworks(&[
+        "replay",
+        corpus("realloc-free-10k.script").to_str().unwrap(),
+        "--trials",
+        "1",
+        "--no-html",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    let header = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("case"))
+        .unwrap();
+    for allocator in ["talc", "rlsf", "dlmalloc", "linked_list", "system"] {
+        assert!(header.contains(allocator), "{allocator} missing: {header}");
+    }
+}
+
+#[test]
+fn replay_trials_are_bounded_interleaved_and_summarized() {
+    for (bad, needle) in [
+        ("0", "at least 1"),
+        ("1001", "at most 1000"),
+        ("x", "not a number"),
+    ] {
+        let output = heapworks(&["replay", "--trials", bad, "t.hwt"]);
+        assert!(!output.status.success());
+        assert!(text(&output.stderr).contains(needle), "{bad}");
+    }
+    let dir = scratch("replay-trials");
+    let json = dir.join("r.json");
+    let output = heapworks(&[
+        "replay",
+        corpus("realloc-free-10k.script").to_str().unwrap(),
+        "--alloc",
+        "heapworks,talc",
+        "--trials",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+        "--no-html",
+    ]);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cells: Vec<&serde_json::Value> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["workload"] == "traces")
+        .collect();
+    assert_eq!(cells.len(), 2 * 6, "3 time and 3 memory metrics each");
+    for cell in cells {
+        assert_eq!(cell["trials"], 4, "{cell}");
+        let (min, max) = (cell["min"].as_f64().unwrap(), cell["max"].as_f64().unwrap());
+        let median = cell["value"].as_f64().unwrap();
+        assert!(min <= median && median <= max, "{cell}");
+    }
+}
+
+#[test]
+fn reports_go_to_the_cache_directory_not_the_current_one() {
+    let dir = scratch("default-report-dir");
+    let (cwd, cache) = (dir.join("cwd"), dir.join("cache"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let trace = corpus("realloc-free-10k.script");
+    let runs: [(&str, Vec<&str>); 2] = [
+        (
+            "replay",
+            vec![
+                "replay",
+                trace.to_str().unwrap(),
+                "--alloc",
+                "heapworks",
+                "--trials",
+                "1",
+            ],
+        ),
+        (
+            "bench",
+            vec!["bench", "--quick", "--filter", "latency,heapworks"],
+        ),
+    ];
+    for (command, args) in runs {
+        let output = heapworks_in(&cwd, &cache, &args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let report = cache
+            .join("heapworks/reports")
+            .join(command)
+            .join("index.html");
+        assert!(report.is_file(), "{} missing", report.display());
+        assert!(text(&output.stderr).contains(report.to_str().unwrap()));
+    }
+    assert_eq!(
+        entries(&cwd),
+        Vec::<String>::new(),
+        "nothing in the current directory"
+    );
 }

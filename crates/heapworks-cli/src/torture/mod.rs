@@ -151,7 +151,7 @@ fn unknown_term(term: &str) -> String {
 /// when heapworks failed a correctness check.
 pub fn torture(args: TortureArgs) -> Result<(), String> {
     let selection = Selection::from_filter(&args.filter)?;
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("torture");
     outputs.check_writable().map_err(|e| e.to_string())?;
     let mode = args.mode();
     let results = run(&selection, mode, args.seed, args.runs, &args.malloc_lib)?;
