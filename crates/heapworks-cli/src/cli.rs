@@ -1,6 +1,7 @@
 //! The command line: `heapworks bench`, `heapworks report`, `heapworks trace` and
 //! `heapworks replay` (the last two in [`crate::trace_commands`]).
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -15,7 +16,7 @@ use crate::malloc_bench::{self, MallocSelection, MallocWorkload};
 use crate::options::{parse_duration, parse_tolerance, parse_trials};
 use crate::pool_bench::{self, PoolSelection};
 use crate::replay;
-use crate::report::{self, table, Outputs};
+use crate::report::{self, summary, table, Outputs};
 use crate::report_dir::default_report_dir;
 use crate::results::Results;
 use crate::runner::{self, Selection};
@@ -256,11 +257,16 @@ fn bench_pool(args: &BenchArgs) -> Result<(), String> {
     publish(&results, &outputs)
 }
 
-/// Prints the table and writes the files of `outputs`.
-fn publish(results: &Results, outputs: &Outputs) -> Result<(), String> {
+/// Prints the table, writes the files of `outputs`, and ends with the at-a-glance summary
+/// (coloured on a terminal).
+pub fn publish(results: &Results, outputs: &Outputs) -> Result<(), String> {
     print!("{}", table::render(results));
     outputs.write(results).map_err(|e| e.to_string())?;
     announce(outputs);
+    print!(
+        "{}",
+        summary::render_text(results, std::io::stdout().is_terminal())
+    );
     Ok(())
 }
 

@@ -18,13 +18,12 @@ use heapworks_trace::replay::{validate, OpRange, ReplayOptions, ReplayReport};
 use heapworks_trace::Trace;
 use indicatif::ProgressBar;
 
-use crate::cli::{announce, OutputArgs};
+use crate::cli::{publish, OutputArgs};
 use crate::contenders::AllocatorId;
 use crate::instructions::{self, ProbeJob};
 use crate::options::{parse_max_ops, parse_size, parse_trials};
 use crate::region::Region;
 use crate::replay::{self, ReplayFailure, ReplaySpec};
-use crate::report::table;
 use crate::results::{Cell, Environment, Results, REPLAY_SCALE};
 use crate::runner;
 use crate::workloads::{Config, Scale, WorkloadId};
@@ -173,9 +172,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
         environment: replay_environment(&allocators, args.trials),
         cells,
     };
-    print!("{}", table::render(&results));
-    outputs.write(&results).map_err(|e| e.to_string())?;
-    announce(&outputs);
+    publish(&results, &outputs)?;
     match check_failures.as_slice() {
         [] => Ok(()),
         failures => Err(format!("--check failed:\n  {}", failures.join("\n  "))),

@@ -126,6 +126,7 @@ fn tiny_run_writes_every_output_and_the_report_rerenders() {
         !page.contains("<script") && !page.contains("src=\"http"),
         "self-contained"
     );
+    assert_glance_summary(&page, &table);
 
     let rerendered = dir.join("rerendered");
     let output = heapworks(&[
@@ -1184,4 +1185,33 @@ fn reports_go_to_the_cache_directory_not_the_current_one() {
         Vec::<String>::new(),
         "nothing in the current directory"
     );
+}
+
+/// The report opens with the at-a-glance summary, every row of it linked to a row of the
+/// detail tables, and the terminal run ends with the same rows.
+fn assert_glance_summary(page: &str, table: &str) {
+    let glance = page.find("<section id=\"glance\">").expect("a summary");
+    let environment = page.find("<div class=\"env\">").unwrap();
+    assert!(glance < environment, "the summary comes first");
+    let end = glance + page[glance..].find("</section>").unwrap();
+    let summary = &page[glance..end];
+    let links: Vec<&str> = summary
+        .split("href=\"#")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect();
+    assert!(!links.is_empty(), "{summary}");
+    for link in &links {
+        assert!(
+            page.contains(&format!("<tr id=\"{link}\">")),
+            "{link} leads nowhere"
+        );
+    }
+    let verdicts = ["class=\"win\"", "class=\"tie\"", "class=\"loss\""];
+    let rows: usize = verdicts.iter().map(|v| summary.matches(v).count()).sum();
+    assert_eq!(rows, links.len(), "every row is a win, a tie or a loss");
+    let (_, terminal) = table
+        .split_once("at a glance: heapworks")
+        .expect("terminal summary");
+    assert_eq!(terminal.lines().skip(1).count(), links.len(), "{terminal}");
 }

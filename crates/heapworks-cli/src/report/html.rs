@@ -1,4 +1,5 @@
-//! The self-contained HTML report: environment, then per workload its description, SVG plots
+//! The self-contained HTML report: the at-a-glance [`summary`] (linked to the rows it
+//! summarizes), the environment, then per workload its description, SVG plots
 //! (inline, drawn with plotters: bars per case, percentile lines for latency, time against
 //! size for `bench --pool`) and a table of medians, spreads and ratios. No scripts, no
 //! external files.
@@ -12,7 +13,7 @@ use crate::results::{Cell, Outcome, Results, Row};
 use crate::workloads::WorkloadId;
 
 use super::plots::{self, Series};
-use super::{format_ratio, format_value, table, workload_description};
+use super::{format_ratio, format_value, summary, table, workload_description};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1200px}\
 table{border-collapse:collapse;margin:1em 0;font-size:13px}\
@@ -22,7 +23,10 @@ td.best{font-weight:bold;background:#e8f5e9}td.failed{color:#b71c1c}\
 .spread{color:#777;font-size:11px}.ratio{color:#555}\
 .env{font-size:13px;line-height:1.6}figure{margin:0;overflow-x:auto}\
 .legend{font-size:13px}.key{margin-right:1.2em;white-space:nowrap}\
-.swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}";
+.swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}\
+table.glance td{padding:1px 6px}tr.win td.verdict{background:#c8e6c9}\
+tr.tie td.verdict{background:#fff9c4}tr.loss td.verdict{background:#ffcdd2}\
+.glance a{color:inherit}.tally{font-size:15px}";
 
 /// What every section shares, computed once so that the report stays linear in the cells.
 struct Page<'a> {
@@ -74,6 +78,7 @@ pub fn render(results: &Results) -> String {
         results.environment.command()
     );
     let page = Page::of(results);
+    html.push_str(&glance_block(results));
     html.push_str(&environment_block(results, &page));
     for (workload, rows) in &page.sections {
         html.push_str(&workload_section(&page, workload, rows));
@@ -88,6 +93,70 @@ pub fn escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// The at-a-glance summary: the tally, then the subject's rank and ratio to the best peer
+/// per row, coloured by verdict, each linked to its row in the detail tables.
+fn glance_block(results: &Results) -> String {
+    let (subject, standings) = summary::standings(results);
+    if standings.is_empty() {
+        return String::new();
+    }
+    let counts: Vec<String> = summary::tally(&standings)
+        .iter()
+        .map(|(verdict, count)| format!("{} {count}", verdict.name()))
+        .collect();
+    let mut html = format!(
+        "<section id=\"glance\"><p class=\"tally\"><b>At a glance:</b> {0} against the best \
+         peer in each row: {1}</p><p>rank: among the allocators measured; ratio: {0}'s median \
+         over the best peer's (hover for both); tie: the gap is within the larger spread of the \
+         two cells; each case links to its row below</p>\n\
+         <table class=\"glance\"><tr><th>workload</th><th>case</th><th>metric</th>\
+         <th>rank</th><th>ratio to best peer</th><th>best peer</th><th>verdict</th></tr>\n",
+        escape(&subject),
+        counts.join(" · ")
+    );
+    for standing in &standings {
+        let anchor = row_anchor(&standing.workload, &standing.case, &standing.metric);
+        let ratio = standing
+            .ratio
+            .map_or_else(|| "failed".to_string(), format_ratio);
+        let values = match standing.median {
+            Some(median) => format!(
+                "{subject} {}, {} {}",
+                summary::value_with_unit(median, &standing.unit),
+                standing.best_peer,
+                summary::value_with_unit(standing.best_median, &standing.unit)
+            ),
+            None => format!("{subject} failed"),
+        };
+        let _ = writeln!(
+            html,
+            "<tr class=\"{0}\"><td>{1}</td><td><a href=\"#{2}\">{3}</a></td><td>{4}</td>\
+             <td>{5}/{6}</td><td title=\"{7}\">{8}</td><td>{9}</td><td class=\"verdict\">{0}</td></tr>",
+            standing.verdict.name(),
+            escape(&standing.workload),
+            anchor,
+            escape(&standing.case),
+            escape(&standing.metric),
+            standing.rank,
+            standing.ranked,
+            escape(&values),
+            ratio,
+            escape(&standing.best_peer),
+        );
+    }
+    html.push_str("</table></section>\n");
+    html
+}
+
+/// The id of a row of the detail tables: its workload, case and metric with every character
+/// but ASCII letters and digits as `-` (ids and fragments need no escaping then).
+fn row_anchor(workload: &str, case: &str, metric: &str) -> String {
+    let text = format!("row-{workload}-{case}-{metric}");
+    text.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 fn environment_block(results: &Results, page: &Page<'_>) -> String {
@@ -270,7 +339,8 @@ fn rows_table(page: &Page<'_>, rows: &[Row<'_>]) -> String {
         let first = row.first();
         let _ = write!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            "<tr id=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
+            row_anchor(&first.workload, &first.case, &first.metric),
             escape(&first.case),
             escape(&first.metric),
             escape(&first.unit)

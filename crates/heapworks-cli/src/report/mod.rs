@@ -1,5 +1,5 @@
 //! Renders results: the terminal [`table`], [`json`] and [`csv`] files, and the self-contained
-//! [`html`] report with [`plots`]. Files are written atomically (a temporary file renamed into
+//! [`html`] report with [`plots`], both opening or ending with the at-a-glance [`summary`]. Files are written atomically (a temporary file renamed into
 //! place), and every destination is checked before a run starts, so that a bad path fails
 //! fast and leaves nothing behind.
 
@@ -7,6 +7,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod plots;
+pub mod summary;
 pub mod table;
 
 use std::fmt;
