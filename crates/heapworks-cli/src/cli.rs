@@ -4,6 +4,7 @@
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
@@ -15,6 +16,7 @@ use crate::malloc_bench::libraries::{self, CMalloc};
 use crate::malloc_bench::{self, MallocSelection, MallocWorkload};
 use crate::options::{parse_duration, parse_tolerance, parse_trials};
 use crate::pool_bench::{self, PoolSelection};
+use crate::progress::progress_bar;
 use crate::replay;
 use crate::report::{self, summary, table, Outputs};
 use crate::report_dir::default_report_dir;
@@ -25,17 +27,21 @@ use crate::trace_commands::{self, ReplayArgs, TraceArgs};
 use crate::workloads::{Config, Scale, WorkloadId};
 
 /// `heapworks --version`: the crate's version and the git revision it was built from.
-pub const VERSION: &str = concat!(
-    env!("CARGO_PKG_VERSION"),
-    " (revision ",
-    env!("HEAPWORKS_REVISION"),
-    ")"
-);
+pub fn version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!(
+            "{} (revision {})",
+            env!("CARGO_PKG_VERSION"),
+            heapworks_bench::REVISION
+        )
+    })
+}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "heapworks",
-    version = VERSION,
+    version = version(),
     about = "heapworks and its peers, side by side"
 )]
 struct Cli {
@@ -60,13 +66,20 @@ enum Command {
     Torture(TortureArgs),
     /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
     #[command(hide = true, name = "instructions-probe")]
-    InstructionsProbe(instructions::ProbeArgs),
+    InstructionsProbe(ProbeCommandLine),
     /// Internal: one trace replay, run under valgrind by `replay --instructions`.
     #[command(hide = true, name = "replay-probe")]
-    ReplayProbe(replay::ProbeArgs),
+    ReplayProbe(ProbeCommandLine),
     /// Internal: one get-fill-drop measurement, run under a preloaded malloc by `bench --pool`.
     #[command(hide = true, name = "pool-probe")]
     PoolProbe(pool_bench::peers::ProbeArgs),
+}
+
+/// The arguments of a hidden probe command, read by the engine (which writes them).
+#[derive(Debug, Args)]
+struct ProbeCommandLine {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -146,8 +159,12 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => trace_commands::trace(args),
         Command::Replay(args) => trace_commands::replay(args),
         Command::Torture(args) => torture::torture(args),
-        Command::InstructionsProbe(args) => instructions::probe(&args).map_err(|e| e.to_string()),
-        Command::ReplayProbe(args) => replay::probe(&args),
+        Command::InstructionsProbe(probe) => instructions::ProbeArgs::parse(&probe.args)
+            .and_then(|args| instructions::probe(&args))
+            .map_err(|e| e.to_string()),
+        Command::ReplayProbe(probe) => {
+            replay::ProbeArgs::parse(&probe.args).and_then(|args| replay::probe(&args))
+        }
         Command::PoolProbe(args) => pool_bench::peers::probe(&args),
     };
     match outcome {
@@ -232,7 +249,7 @@ fn bench_malloc(args: &BenchArgs) -> Result<(), String> {
     let selection = MallocSelection::from_filter(&filter)?;
     let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
-    let progress = runner::progress_bar(0);
+    let progress = progress_bar(0);
     let results = malloc_bench::run(&config_of(args), &selection, &args.malloc_lib, &progress);
     progress.finish_and_clear();
     let results = results?;
@@ -247,7 +264,7 @@ fn bench_pool(args: &BenchArgs) -> Result<(), String> {
     let selection = PoolSelection::from_filter(&args.filter)?;
     let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
-    let progress = runner::progress_bar(0);
+    let progress = progress_bar(0);
     let results = pool_bench::run(&config_of(args), &selection, &progress);
     progress.finish_and_clear();
     let notes = pool_bench::failure_notes(&results);
@@ -294,7 +311,7 @@ fn apply_gate(results: &Results, baseline: &Results, tolerance: f64) -> Result<(
 }
 
 fn run_selection(config: &Config, selection: &Selection) -> Result<Results, String> {
-    let progress = runner::progress_bar(0);
+    let progress = progress_bar(0);
     let results = runner::run(config, selection, &progress);
     progress.finish_and_clear();
     results

@@ -16,16 +16,15 @@ use clap::Args;
 use heapworks_trace::capture::{self, CaptureOptions, CaptureSummary};
 use heapworks_trace::replay::{validate, OpRange, ReplayOptions, ReplayReport};
 use heapworks_trace::Trace;
-use indicatif::ProgressBar;
 
 use crate::cli::{publish, OutputArgs};
 use crate::contenders::AllocatorId;
 use crate::instructions::{self, ProbeJob};
 use crate::options::{parse_max_ops, parse_size, parse_trials};
+use crate::progress::{progress_bar, Bar};
 use crate::region::Region;
 use crate::replay::{self, ReplayFailure, ReplaySpec};
 use crate::results::{Cell, Environment, Results, REPLAY_SCALE};
-use crate::runner;
 use crate::workloads::{Config, Scale, WorkloadId};
 
 /// Arguments of `heapworks trace`.
@@ -151,7 +150,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     for (path, trace) in &traces {
         validate(trace, &options).map_err(|e| format!("cannot replay {}: {e}", path.display()))?;
     }
-    let progress = runner::progress_bar((traces.len() * allocators.len() * args.trials) as u64);
+    let progress = progress_bar((traces.len() * allocators.len() * args.trials) as u64);
     let run = Run {
         ranges: &ranges,
         check: args.check,
@@ -227,7 +226,7 @@ struct Run<'a> {
     heap: Option<usize>,
     trials: usize,
     allocators: &'a [AllocatorId],
-    progress: &'a ProgressBar,
+    progress: &'a Bar,
 }
 
 /// Cells, and the `--check` failures to end the run with.

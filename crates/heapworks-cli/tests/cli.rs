@@ -974,6 +974,7 @@ fn failed_cells_say_why_under_the_table() {
         .lines()
         .skip_while(|line| !line.starts_with("failed cells (2):"))
         .skip(1)
+        .take_while(|line| !line.is_empty())
         .collect();
     assert_eq!(reasons.len(), 2, "the timed range and the trace: {table}");
     for reason in reasons {

@@ -11,6 +11,7 @@ use crate::pool_bench::{self, PoolWorkload};
 use crate::replay;
 use crate::results::{Cell, Outcome, Results, Row};
 use crate::workloads::WorkloadId;
+use heapworks_bench::standings::{standings, tally};
 
 use super::plots::{self, Series};
 use super::{format_ratio, format_value, summary, table, workload_description};
@@ -98,11 +99,12 @@ pub fn escape(text: &str) -> String {
 /// The at-a-glance summary: the tally, then the subject's rank and ratio to the best peer
 /// per row, coloured by verdict, each linked to its row in the detail tables.
 fn glance_block(results: &Results) -> String {
-    let (subject, standings) = summary::standings(results);
+    let subject = summary::subject(results);
+    let standings = standings(results, &subject);
     if standings.is_empty() {
         return String::new();
     }
-    let counts: Vec<String> = summary::tally(&standings)
+    let counts: Vec<String> = tally(&standings)
         .iter()
         .map(|(verdict, count)| format!("{} {count}", verdict.name()))
         .collect();

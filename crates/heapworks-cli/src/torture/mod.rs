@@ -30,9 +30,10 @@ use crate::cli::{announce, OutputArgs};
 use crate::contenders::AllocatorId;
 use crate::malloc_bench::libraries::{self, CMalloc, Lineup};
 use crate::malloc_bench::Scratch;
+use crate::progress::progress_bar;
 use crate::report::table;
 use crate::results::{Environment, Results};
-use crate::runner::{self, filter_terms, in_canonical_order};
+use crate::runner::{filter_terms, in_canonical_order};
 use crate::workloads::{Config, Scale};
 
 use cases::{Mode, Section};
@@ -184,7 +185,7 @@ pub fn run(
     let cases = cases::plan(&selection.sections, mode, runs);
     let wants_arenas =
         selection.sections.contains(&Section::Arenas) && !selection.arenas.is_empty();
-    let progress = runner::progress_bar(0);
+    let progress = progress_bar(0);
     let mut cells = Vec::new();
     let mut versions = Vec::new();
     if !cases.is_empty() && !selection.mallocs.is_empty() {

@@ -5,12 +5,13 @@
 //! [`GlobalAlloc`], the common currency of every workload (and of the trace replayer).
 //! [`with_allocator`] builds the contender named by an [`AllocatorId`] over a region and
 //! hands it to a generic [`UseAllocator`] visitor, so workloads are monomorphized per
-//! allocator and pay no dynamic dispatch.
+//! allocator and pay no dynamic dispatch. An allocator from outside this crate implements
+//! [`RawHeap`] and joins with [`custom::register`] (reached through one indirect call).
 //!
 //! ```
 //! use std::alloc::{GlobalAlloc, Layout};
-//! use heapworks_cli::contenders::{with_allocator, AllocatorId, Arena, RawHeap, UseAllocator};
-//! use heapworks_cli::region::Region;
+//! use heapworks_bench::contenders::{with_allocator, AllocatorId, Arena, RawHeap, UseAllocator};
+//! use heapworks_bench::region::Region;
 //!
 //! /// Anything generic over a `GlobalAlloc` runs on every contender this way.
 //! struct AllocateOnce;
@@ -37,6 +38,7 @@
 
 mod buddy_alloc;
 mod buddy_system;
+pub mod custom;
 mod dlmalloc;
 mod galloc;
 mod heapworks;
@@ -73,6 +75,8 @@ pub enum AllocatorId {
     BuddyAlloc,
     /// The platform allocator (`std::alloc::System`), unbounded: only where a workload allows.
     System,
+    /// An allocator from outside this crate, added with [`custom::register`].
+    Custom(&'static custom::CustomContender),
 }
 
 impl AllocatorId {
@@ -101,6 +105,7 @@ impl AllocatorId {
             AllocatorId::BuddySystem => "buddy_system",
             AllocatorId::BuddyAlloc => "buddy_alloc",
             AllocatorId::System => "system",
+            AllocatorId::Custom(contender) => contender.name(),
         }
     }
 
@@ -116,12 +121,16 @@ impl AllocatorId {
             AllocatorId::BuddySystem => "buddy_system_allocator 0.13.0",
             AllocatorId::BuddyAlloc => "buddy-alloc 0.6.0",
             AllocatorId::System => "std::alloc::System (the platform malloc)",
+            AllocatorId::Custom(contender) => contender.version(),
         }
     }
 
     /// Whether the crate comes from crates.io, pinned to an exact version.
     pub fn is_pinned_peer(self) -> bool {
-        !matches!(self, AllocatorId::Heapworks | AllocatorId::System)
+        !matches!(
+            self,
+            AllocatorId::Heapworks | AllocatorId::System | AllocatorId::Custom(_)
+        )
     }
 
     /// Whether the allocator manages a fixed region (every contender but the system's).
@@ -129,9 +138,13 @@ impl AllocatorId {
         self != AllocatorId::System
     }
 
-    /// Looks a contender up by its [`name`](Self::name).
+    /// Looks a contender up by its [`name`](Self::name), built in or [registered](custom).
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|id| id.name() == name)
+        Self::ALL
+            .iter()
+            .copied()
+            .find(|id| id.name() == name)
+            .or_else(|| custom::find(name))
     }
 }
 
@@ -236,6 +249,11 @@ pub struct Arena<'r, H: RawHeap> {
 impl<'r, H: RawHeap> Arena<'r, H> {
     /// Builds a fresh heap over the first `len` bytes of `region`.
     pub fn over(region: &'r mut Region, len: usize) -> Result<Box<Self>, SetupError> {
+        Self::over_with(H::unclaimed(), region, len)
+    }
+
+    /// Puts `heap`, unclaimed, over the first `len` bytes of `region`.
+    fn over_with(heap: H, region: &'r mut Region, len: usize) -> Result<Box<Self>, SetupError> {
         if len > region.len() {
             return Err(SetupError(format!(
                 "heap of {len} bytes asked for over a region of {}",
@@ -243,7 +261,7 @@ impl<'r, H: RawHeap> Arena<'r, H> {
             )));
         }
         let mut arena = Box::new(Self {
-            heap: spin::Mutex::new(H::unclaimed()),
+            heap: spin::Mutex::new(heap),
             memory: PhantomData,
         });
         // SAFETY: the region is writable and exclusively borrowed for `'r`, as long as the
@@ -314,6 +332,10 @@ pub fn with_allocator<U: UseAllocator>(
             run_over::<buddy_alloc::BuddyAllocHeap, U>(region, heap_len, work)
         }
         AllocatorId::System => run_over::<system::SystemHeap, U>(region, heap_len, work),
+        AllocatorId::Custom(contender) => {
+            let arena = Arena::over_with(contender.heap(), region, heap_len)?;
+            Ok(work.run(&*arena))
+        }
     }
 }
 

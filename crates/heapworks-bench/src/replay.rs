@@ -19,7 +19,6 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
 use heapworks_trace::replay::{
     replay, resolve_ranges, Footprint, GlibcHeap, OpRange, RangeReport, ReplayError, ReplayOptions,
     ReplayReport,
@@ -27,8 +26,8 @@ use heapworks_trace::replay::{
 use heapworks_trace::Trace;
 
 use crate::contenders::{self, AllocatorId, Arena, RawHeap, SetupError, UseAllocator};
-use crate::instructions::MeasuredArena;
-use crate::options::parse_size;
+use crate::instructions::{probe_options, MeasuredArena};
+use crate::region::physical_memory;
 use crate::region::Region;
 use crate::results::{Cell, Outcome};
 use crate::runner::summarize;
@@ -254,14 +253,12 @@ pub fn trace_name(path: &Path) -> String {
 }
 
 /// Arguments of the hidden `replay-probe` command, run under callgrind by
-/// `heapworks replay --instructions`.
-#[derive(Debug, Args)]
+/// `heapworks replay --instructions`: `--allocator NAME --heap BYTES --trace PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeArgs {
     /// Allocator to replay on.
-    #[arg(long)]
     allocator: String,
     /// Bytes of heap.
-    #[arg(long, value_parser = parse_size)]
     heap: usize,
     /// The trace.
     trace: PathBuf,
@@ -276,8 +273,27 @@ impl ProbeArgs {
             allocator.name().to_string(),
             "--heap".to_string(),
             heap_len.to_string(),
+            "--trace".to_string(),
             trace.display().to_string(),
         ]
+    }
+
+    /// Reads the arguments after the probe's command name; the heap at most the machine's
+    /// memory, as `--heap` of `heapworks replay`.
+    pub fn parse(args: &[String]) -> Result<Self, String> {
+        let [allocator, heap, trace] =
+            probe_options(args, ["--allocator", "--heap", "--trace"]).map_err(|e| e.to_string())?;
+        let heap: usize = heap
+            .parse()
+            .map_err(|_| format!("`{heap}` is not a number of bytes"))?;
+        if heap == 0 || heap as u64 > physical_memory() {
+            return Err(format!("a heap of {heap} bytes cannot be replayed here"));
+        }
+        Ok(Self {
+            allocator: allocator.to_string(),
+            heap,
+            trace: PathBuf::from(trace),
+        })
     }
 }
 
