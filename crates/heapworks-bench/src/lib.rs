@@ -37,3 +37,8 @@ pub mod workloads;
 /// The git revision this crate was built from (`unknown (not built from a git checkout)`
 /// outside one), captured by the build script.
 pub const REVISION: &str = env!("HEAPWORKS_REVISION");
+
+/// The README's example, compiled and run as a doctest.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
