@@ -12,6 +12,7 @@
 //!   [`standings`]: where one allocator stands in it (rank, ratio to the best peer, verdict).
 //! - [`replay`]: allocation traces of real programs replayed on every contender.
 //! - [`instructions`]: instruction counts per call under valgrind (callgrind driver).
+//! - [`registry`]: the one mechanism behind every named set (allocators, workloads, …).
 //! - [`region`], [`rng`], [`stats`], [`timing`]: the memory, seeds, order statistics and
 //!   clocks every workload shares.
 //!
@@ -22,6 +23,7 @@ pub mod contenders;
 pub mod instructions;
 pub mod progress;
 pub mod region;
+pub mod registry;
 pub mod replay;
 pub mod results;
 // The build script's module (`build.rs` includes it); compiled here only for its tests.

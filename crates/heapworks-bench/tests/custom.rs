@@ -82,7 +82,15 @@ impl RawHeap for Unbounded {
 #[test]
 fn a_registered_contender_runs_beside_the_peers() {
     let refuses = register::<Refuses>("refuses", "refuses 0.0").unwrap();
-    assert_eq!(AllocatorId::from_name("refuses"), Some(refuses));
+    assert_eq!(
+        heapworks_bench::contenders::custom::find("refuses"),
+        Some(refuses)
+    );
+    assert_eq!(
+        AllocatorId::from_name("refuses"),
+        None,
+        "built-in names only"
+    );
     assert_eq!(refuses.crate_version(), "refuses 0.0");
     let selection = Selection {
         workloads: vec![WorkloadId::HeapEfficiency],

@@ -25,6 +25,7 @@ use crate::runner::{self, Selection};
 use crate::torture::{self, TortureArgs};
 use crate::trace_commands::{self, ReplayArgs, TraceArgs};
 use crate::workloads::{Config, Scale, WorkloadId};
+use heapworks_bench::registry::Registry;
 
 /// `heapworks --version`: the crate's version and the git revision it was built from.
 pub fn version() -> &'static str {
@@ -371,38 +372,13 @@ fn read_results(path: &Path) -> Result<Results, String> {
 }
 
 fn listing() -> String {
-    let mut text = String::from("workloads:\n");
-    for workload in WorkloadId::ALL {
-        text.push_str(&format!(
-            "  {:<18} {}\n",
-            workload.name(),
-            workload.description()
-        ));
-    }
-    text.push_str("allocators:\n");
-    for allocator in AllocatorId::ALL {
-        text.push_str(&format!(
-            "  {:<18} {}\n",
-            allocator.name(),
-            allocator.crate_version()
-        ));
-    }
-    text.push_str("bench --malloc workloads:\n");
-    for workload in MallocWorkload::ALL {
-        text.push_str(&format!(
-            "  {:<19} {}\n",
-            workload.name(),
-            workload.description()
-        ));
-    }
-    text.push_str("bench --malloc mallocs:\n");
-    for malloc in CMalloc::ALL {
-        let source = malloc
-            .debian_package()
-            .unwrap_or("libheapworks_malloc.so of this workspace");
-        text.push_str(&format!("  {:<19} {source}\n", malloc.name()));
-    }
-    text
+    format!(
+        "workloads:\n{}allocators:\n{}bench --malloc workloads:\n{}bench --malloc mallocs:\n{}",
+        WorkloadId::listing(18),
+        AllocatorId::listing(18),
+        MallocWorkload::listing(19),
+        CMalloc::listing(19)
+    )
 }
 
 #[cfg(test)]

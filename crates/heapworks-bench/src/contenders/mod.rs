@@ -54,75 +54,40 @@ use std::ptr;
 
 use crate::region::Region;
 
-/// One contender of the benchmark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum AllocatorId {
-    /// heapworks, the allocator under test: every ratio is to it.
-    Heapworks,
-    /// talc: bins + bitmap, tail tag.
-    Talc,
-    /// rlsf: two-level segregated fit.
-    Rlsf,
-    /// dlmalloc: the Rust port of Doug Lea's malloc 2.8, over a fixed region.
-    Dlmalloc,
-    /// good_memory_allocator ("galloc"): exact small bins and a first-fit list.
-    Galloc,
-    /// linked_list_allocator: address-ordered first fit.
-    LinkedList,
-    /// buddy_system_allocator: power-of-two buddy, 32 orders.
-    BuddySystem,
-    /// buddy-alloc: 64 B pool in front of a buddy allocator.
-    BuddyAlloc,
-    /// The platform allocator (`std::alloc::System`), unbounded: only where a workload allows.
-    System,
-    /// An allocator from outside this crate, added with [`custom::register`].
-    Custom(&'static custom::CustomContender),
+crate::registry! {
+    /// One contender of the benchmark: its name, and as its description the crate and exact
+    /// version measured (pinned with `=` in this crate's manifest).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum AllocatorId {
+        /// heapworks, the allocator under test: every ratio is to it.
+        Heapworks = ("heapworks", HEAPWORKS_VERSION),
+        /// talc: bins + bitmap, tail tag.
+        Talc = ("talc", "talc 5.1.1"),
+        /// rlsf: two-level segregated fit.
+        Rlsf = ("rlsf", "rlsf 0.2.3"),
+        /// dlmalloc: the Rust port of Doug Lea's malloc 2.8, over a fixed region.
+        Dlmalloc = ("dlmalloc", "dlmalloc 0.2.14"),
+        /// good_memory_allocator ("galloc"): exact small bins and a first-fit list.
+        Galloc = ("galloc", "good_memory_allocator 0.1.7"),
+        /// linked_list_allocator: address-ordered first fit.
+        LinkedList = ("linked_list", "linked_list_allocator 0.10.6"),
+        /// buddy_system_allocator: power-of-two buddy, 32 orders.
+        BuddySystem = ("buddy_system", "buddy_system_allocator 0.13.0"),
+        /// buddy-alloc: 64 B pool in front of a buddy allocator.
+        BuddyAlloc = ("buddy_alloc", "buddy-alloc 0.6.0"),
+        /// The platform allocator (`std::alloc::System`), unbounded: only where a workload
+        /// allows.
+        System = ("system", "std::alloc::System (the platform malloc)");
+        /// An allocator from outside this crate, added with [`custom::register`] (not in
+        /// `ALL`, found by [`custom::find`]).
+        Custom(contender: &'static custom::CustomContender) => (contender.name(), contender.version())
+    }
 }
 
 impl AllocatorId {
-    /// Every contender, in the order of the report's columns.
-    pub const ALL: &'static [AllocatorId] = &[
-        AllocatorId::Heapworks,
-        AllocatorId::Talc,
-        AllocatorId::Rlsf,
-        AllocatorId::Dlmalloc,
-        AllocatorId::Galloc,
-        AllocatorId::LinkedList,
-        AllocatorId::BuddySystem,
-        AllocatorId::BuddyAlloc,
-        AllocatorId::System,
-    ];
-
-    /// The name used on the command line, in tables and in result files.
-    pub fn name(self) -> &'static str {
-        match self {
-            AllocatorId::Heapworks => "heapworks",
-            AllocatorId::Talc => "talc",
-            AllocatorId::Rlsf => "rlsf",
-            AllocatorId::Dlmalloc => "dlmalloc",
-            AllocatorId::Galloc => "galloc",
-            AllocatorId::LinkedList => "linked_list",
-            AllocatorId::BuddySystem => "buddy_system",
-            AllocatorId::BuddyAlloc => "buddy_alloc",
-            AllocatorId::System => "system",
-            AllocatorId::Custom(contender) => contender.name(),
-        }
-    }
-
-    /// The crate and exact version measured (pinned with `=` in this crate's manifest).
+    /// The crate and exact version measured: the contender's description.
     pub fn crate_version(self) -> &'static str {
-        match self {
-            AllocatorId::Heapworks => HEAPWORKS_VERSION,
-            AllocatorId::Talc => "talc 5.1.1",
-            AllocatorId::Rlsf => "rlsf 0.2.3",
-            AllocatorId::Dlmalloc => "dlmalloc 0.2.14",
-            AllocatorId::Galloc => "good_memory_allocator 0.1.7",
-            AllocatorId::LinkedList => "linked_list_allocator 0.10.6",
-            AllocatorId::BuddySystem => "buddy_system_allocator 0.13.0",
-            AllocatorId::BuddyAlloc => "buddy-alloc 0.6.0",
-            AllocatorId::System => "std::alloc::System (the platform malloc)",
-            AllocatorId::Custom(contender) => contender.version(),
-        }
+        self.description()
     }
 
     /// Whether the crate comes from crates.io, pinned to an exact version.
@@ -136,21 +101,6 @@ impl AllocatorId {
     /// Whether the allocator manages a fixed region (every contender but the system's).
     pub fn is_arena(self) -> bool {
         self != AllocatorId::System
-    }
-
-    /// Looks a contender up by its [`name`](Self::name), built in or [registered](custom).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL
-            .iter()
-            .copied()
-            .find(|id| id.name() == name)
-            .or_else(|| custom::find(name))
-    }
-}
-
-impl fmt::Display for AllocatorId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

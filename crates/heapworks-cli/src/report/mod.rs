@@ -20,6 +20,7 @@ use crate::pool_bench::PoolWorkload;
 use crate::results::Results;
 use crate::torture::cases::Section;
 use crate::workloads::WorkloadId;
+use heapworks_bench::registry::Registry;
 
 /// Where a run's results go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -167,12 +168,16 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> 
 /// What a workload measures, for headings: a `bench`, `bench --malloc` or `bench --pool`
 /// workload, or a section of `heapworks torture`.
 pub fn workload_description(name: &str) -> &'static str {
-    WorkloadId::from_name(name)
-        .map(WorkloadId::description)
-        .or_else(|| MallocWorkload::from_name(name).map(MallocWorkload::description))
-        .or_else(|| Section::from_name(name).map(Section::description))
-        .or_else(|| PoolWorkload::from_name(name).map(PoolWorkload::description))
+    described::<WorkloadId>(name)
+        .or_else(|| described::<MallocWorkload>(name))
+        .or_else(|| described::<Section>(name))
+        .or_else(|| described::<PoolWorkload>(name))
         .unwrap_or("")
+}
+
+/// The description of the entry of registry `R` called `name`.
+fn described<R: Registry>(name: &str) -> Option<&'static str> {
+    R::find(name).map(R::description)
 }
 
 /// A number with about three significant digits, as in the tables.

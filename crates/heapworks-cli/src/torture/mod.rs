@@ -125,11 +125,11 @@ impl Selection {
         let (all_mallocs, all_arenas): (&[CMalloc], &[AllocatorId]) = if names_allocators {
             (&[], &[])
         } else {
-            (&CMalloc::ALL, AllocatorId::ALL)
+            (CMalloc::ALL, AllocatorId::ALL)
         };
         Ok(Self {
-            sections: in_canonical_order(sections, &Section::ALL, &Section::ALL),
-            mallocs: in_canonical_order(mallocs, all_mallocs, &CMalloc::ALL),
+            sections: in_canonical_order(sections, Section::ALL, Section::ALL),
+            mallocs: in_canonical_order(mallocs, all_mallocs, CMalloc::ALL),
             arenas: in_canonical_order(arenas, all_arenas, AllocatorId::ALL),
         })
     }
