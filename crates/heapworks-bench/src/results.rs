@@ -153,6 +153,35 @@ pub struct Environment {
     pub scale: String,
     /// `(allocator, crate and version)` of every contender in the run.
     pub versions: Vec<(String, String)>,
+    /// `(workload, what it is and how to draw it)`, as the command that ran it said; a
+    /// workload not listed has no description and plain bars.
+    pub workloads: Vec<(String, WorkloadInfo)>,
+}
+
+/// What a workload measures and how a report draws it: carried by the results, so that a
+/// renderer needs nothing but them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WorkloadInfo {
+    /// One line on what the workload measures.
+    pub description: String,
+    /// How its rows are plotted.
+    pub plot: Plot,
+}
+
+/// How a report plots a workload's rows.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Plot {
+    /// Grouped bars of each primary metric, one group per case.
+    #[default]
+    Bars,
+    /// Grouped bars of these metrics only (the others are in the tables).
+    BarsOf(Vec<String>),
+    /// For each of these operations, lines of its percentiles (metrics `OPERATION pNN`), log
+    /// scale.
+    Percentiles(Vec<String>),
+    /// Lines of the primary metric against size: each case with its size in bytes.
+    AgainstSize(Vec<(String, f64)>),
 }
 
 impl Environment {
@@ -181,6 +210,7 @@ impl Environment {
                 .iter()
                 .map(|id| (id.name().to_string(), id.crate_version().to_string()))
                 .collect(),
+            workloads: Vec::new(),
         }
     }
 
@@ -282,6 +312,17 @@ impl Results {
             }
         }
         rows
+    }
+
+    /// What `workload` measures and how to draw it (no description and bars if the results
+    /// do not say).
+    pub fn workload_info(&self, workload: &str) -> WorkloadInfo {
+        self.environment
+            .workloads
+            .iter()
+            .find(|(name, _)| name == workload)
+            .map(|(_, info)| info.clone())
+            .unwrap_or_default()
     }
 
     /// The allocator every ratio is taken to: heapworks when present, else the first column.
@@ -478,6 +519,13 @@ fn environment_records(env: &Environment) -> Vec<Record> {
             .iter()
             .map(|(name, version)| text_record("version", name, Value::from(version.clone()), "")),
     );
+    records.extend(env.workloads.iter().map(|(name, info)| {
+        let value = serde_json::json!({
+            "description": info.description,
+            "plot": serde_json::to_value(&info.plot).unwrap_or(Value::Null),
+        });
+        text_record("workload", name, value, "")
+    }));
     records
 }
 
@@ -511,6 +559,20 @@ fn parse_environment(records: &[Record]) -> Environment {
                 )
             })
             .collect(),
+        workloads: records
+            .iter()
+            .filter(|r| r.case == "workload")
+            .map(|r| (r.allocator.clone(), workload_info(&r.value)))
+            .collect(),
+    }
+}
+
+/// A workload's description and plot as a results file records them; what cannot be read is
+/// left out (no description, bars).
+fn workload_info(value: &Value) -> WorkloadInfo {
+    WorkloadInfo {
+        description: value["description"].as_str().unwrap_or("").to_string(),
+        plot: serde_json::from_value(value["plot"].clone()).unwrap_or_default(),
     }
 }
 
@@ -701,6 +763,22 @@ mod tests {
                 cpu: "cpu".into(),
                 cores: 2,
                 versions: vec![("heapworks".into(), "heapworks x".into())],
+                workloads: vec![
+                    (
+                        "w".into(),
+                        WorkloadInfo {
+                            description: "what w measures".into(),
+                            plot: Plot::AgainstSize(vec![("4 B".into(), 4.0)]),
+                        },
+                    ),
+                    (
+                        "v".into(),
+                        WorkloadInfo {
+                            description: String::new(),
+                            plot: Plot::BarsOf(vec!["time".into()]),
+                        },
+                    ),
+                ],
                 ..Environment::default()
             },
             cells: vec![
@@ -716,6 +794,9 @@ mod tests {
         assert_eq!(back.cells, results.cells);
         assert_eq!(back.environment.cpu, "cpu");
         assert_eq!(back.environment.versions, results.environment.versions);
+        assert_eq!(back.environment.workloads, results.environment.workloads);
+        assert_eq!(back.workload_info("w").description, "what w measures");
+        assert_eq!(back.workload_info("unknown"), WorkloadInfo::default());
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::catalog;
 use crate::contenders::AllocatorId;
 use crate::gate;
 use crate::instructions;
@@ -233,8 +234,8 @@ fn bench(args: BenchArgs) -> Result<(), String> {
     if cfg!(debug_assertions) {
         eprintln!("warning: debug build; timings are not meaningful (use `cargo run --release`)");
     }
-    let results = run_selection(&config, &selection)?;
-    publish(&results, &outputs)?;
+    let mut results = run_selection(&config, &selection)?;
+    publish(&mut results, &outputs)?;
     match baseline {
         Some(baseline) => apply_gate(&results, &baseline, args.tolerance),
         None => Ok(()),
@@ -253,11 +254,11 @@ fn bench_malloc(args: &BenchArgs) -> Result<(), String> {
     let progress = progress_bar(0);
     let results = malloc_bench::run(&config_of(args), &selection, &args.malloc_lib, &progress);
     progress.finish_and_clear();
-    let results = results?;
+    let mut results = results?;
     for note in malloc_bench::failure_notes(&results) {
         eprintln!("note: {note}");
     }
-    publish(&results, &outputs)
+    publish(&mut results, &outputs)
 }
 
 /// `bench --pool`: heapworks-pool against fresh allocations.
@@ -266,18 +267,20 @@ fn bench_pool(args: &BenchArgs) -> Result<(), String> {
     let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
     let progress = progress_bar(0);
-    let results = pool_bench::run(&config_of(args), &selection, &progress);
+    let mut results = pool_bench::run(&config_of(args), &selection, &progress);
     progress.finish_and_clear();
     let notes = pool_bench::failure_notes(&results);
     for note in notes.iter().chain(&pool_bench::targets::notes(&results)) {
         eprintln!("note: {note}");
     }
-    publish(&results, &outputs)
+    publish(&mut results, &outputs)
 }
 
-/// Prints the table, writes the files of `outputs`, and ends with the at-a-glance summary
-/// (coloured on a terminal).
-pub fn publish(results: &Results, outputs: &Outputs) -> Result<(), String> {
+/// Describes the workloads of `results` ([`catalog::annotate`]), prints the table, writes the
+/// files of `outputs`, and ends with the at-a-glance summary (coloured on a terminal).
+pub fn publish(results: &mut Results, outputs: &Outputs) -> Result<(), String> {
+    catalog::annotate(results);
+    let results = &*results;
     print!("{}", table::render(results));
     outputs.write(results).map_err(|e| e.to_string())?;
     announce(outputs);
@@ -343,7 +346,7 @@ pub fn announce(outputs: &Outputs) {
 }
 
 fn rerender(args: &ReportArgs) -> Result<(), String> {
-    let results = read_results(&args.results)?;
+    let mut results = read_results(&args.results)?;
     let outputs = Outputs {
         html_dir: Some(
             args.out
@@ -353,7 +356,7 @@ fn rerender(args: &ReportArgs) -> Result<(), String> {
         ..Outputs::default()
     };
     outputs.check_writable().map_err(|e| e.to_string())?;
-    publish(&results, &outputs)
+    publish(&mut results, &outputs)
 }
 
 /// Largest results file `report` and `--gate` read (128 MiB, about 450 000 records).

@@ -7,6 +7,7 @@
 //! - [`report`]: the results model's table, JSON, CSV and HTML forms, opening (HTML) and ending
 //!   (terminal) with the at-a-glance summary; [`report_dir`]: where the HTML report goes
 //!   without `--out`.
+//! - [`catalog`]: what each workload measures and how it is drawn, written into the results.
 //! - [`gate`]: the instruction-count regression gate against a baseline results file.
 //! - [`trace_commands`]: `heapworks trace` and `heapworks replay`.
 //! - [`malloc_bench`]: `heapworks bench --malloc`, heapworks-malloc against the C mallocs
@@ -23,6 +24,7 @@ pub use heapworks_bench::{
     contenders, instructions, region, replay, results, rng, runner, stats, timing, workloads,
 };
 
+pub mod catalog;
 pub mod cli;
 pub mod gate;
 pub mod malloc_bench;

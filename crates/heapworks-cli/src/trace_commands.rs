@@ -167,11 +167,11 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     progress.finish_and_clear();
     let (mut cells, check_failures) = replayed?;
     cells.extend(counted?);
-    let results = Results {
+    let mut results = Results {
         environment: replay_environment(&allocators, args.trials),
         cells,
     };
-    publish(&results, &outputs)?;
+    publish(&mut results, &outputs)?;
     match check_failures.as_slice() {
         [] => Ok(()),
         failures => Err(format!("--check failed:\n  {}", failures.join("\n  "))),

@@ -1,7 +1,10 @@
 //! Renders results: the terminal [`table`], [`json`] and [`csv`] files, and the self-contained
-//! [`html`] report with [`plots`], both opening or ending with the at-a-glance [`summary`]. Files are written atomically (a temporary file renamed into
-//! place), and every destination is checked before a run starts, so that a bad path fails
-//! fast and leaves nothing behind.
+//! [`html`] report with [`plots`], the HTML opening and the terminal run ending with the
+//! at-a-glance [`summary`]. Everything here reads only the results model
+//! ([`heapworks_bench::results`] and its [`heapworks_bench::standings`]): what a workload
+//! measures and how to plot it come with the results ([`crate::catalog`] writes them). Files
+//! are written atomically (a temporary file renamed into place), and every destination is
+//! checked before a run starts, so that a bad path fails fast and leaves nothing behind.
 
 pub mod csv;
 pub mod html;
@@ -15,12 +18,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::malloc_bench::MallocWorkload;
-use crate::pool_bench::PoolWorkload;
 use crate::results::Results;
-use crate::torture::cases::Section;
-use crate::workloads::WorkloadId;
-use heapworks_bench::registry::Registry;
 
 /// Where a run's results go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -163,21 +161,6 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> 
         let _ = fs::remove_file(&temporary);
         OutputError::new(path, error)
     })
-}
-
-/// What a workload measures, for headings: a `bench`, `bench --malloc` or `bench --pool`
-/// workload, or a section of `heapworks torture`.
-pub fn workload_description(name: &str) -> &'static str {
-    described::<WorkloadId>(name)
-        .or_else(|| described::<MallocWorkload>(name))
-        .or_else(|| described::<Section>(name))
-        .or_else(|| described::<PoolWorkload>(name))
-        .unwrap_or("")
-}
-
-/// The description of the entry of registry `R` called `name`.
-fn described<R: Registry>(name: &str) -> Option<&'static str> {
-    R::find(name).map(R::description)
 }
 
 /// A number with about three significant digits, as in the tables.

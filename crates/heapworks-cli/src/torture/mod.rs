@@ -26,6 +26,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::catalog;
 use crate::cli::{announce, OutputArgs};
 use crate::contenders::AllocatorId;
 use crate::malloc_bench::libraries::{self, CMalloc, Lineup};
@@ -155,7 +156,8 @@ pub fn torture(args: TortureArgs) -> Result<(), String> {
     let outputs = args.output.outputs("torture");
     outputs.check_writable().map_err(|e| e.to_string())?;
     let mode = args.mode();
-    let results = run(&selection, mode, args.seed, args.runs, &args.malloc_lib)?;
+    let mut results = run(&selection, mode, args.seed, args.runs, &args.malloc_lib)?;
+    catalog::annotate(&mut results);
     print!("{}", render(&results));
     for note in scorecard::failure_notes(&results) {
         eprintln!("note: {note}");
