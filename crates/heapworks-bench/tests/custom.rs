@@ -3,41 +3,15 @@
 //! refused.
 
 use std::alloc::Layout;
-use std::ptr::{self, NonNull};
 
 use heapworks_bench::contenders::custom::register;
+use heapworks_bench::contenders::linked_list::LinkedListHeap;
+use heapworks_bench::contenders::system::SystemHeap;
 use heapworks_bench::contenders::{AllocatorId, RawHeap, SetupError};
 use heapworks_bench::progress::Silent;
 use heapworks_bench::results::Outcome;
 use heapworks_bench::runner::{self, Selection};
 use heapworks_bench::workloads::{Config, Scale, WorkloadId};
-
-/// linked_list_allocator's heap, adapted from outside the crate: through the registry it
-/// must do exactly the work the built-in `linked_list` contender does.
-struct OutsideLinkedList(linked_list_allocator::Heap);
-
-impl RawHeap for OutsideLinkedList {
-    fn unclaimed() -> Self {
-        Self(linked_list_allocator::Heap::empty())
-    }
-
-    unsafe fn claim(&mut self, base: *mut u8, len: usize) -> Result<(), SetupError> {
-        // SAFETY: the region is the heap's for its life (this function's contract).
-        unsafe { self.0.init(base, len) };
-        Ok(())
-    }
-
-    unsafe fn allocate(&mut self, layout: Layout) -> *mut u8 {
-        self.0
-            .allocate_first_fit(layout)
-            .map_or(ptr::null_mut(), NonNull::as_ptr)
-    }
-
-    unsafe fn deallocate(&mut self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: `ptr` is a live, non-null block of this heap with `layout`.
-        unsafe { self.0.deallocate(NonNull::new_unchecked(ptr), layout) }
-    }
-}
 
 /// A heap that refuses every region: its set-up error fails its own cells only.
 struct Refuses;
@@ -49,27 +23,6 @@ impl RawHeap for Refuses {
 
     unsafe fn claim(&mut self, _base: *mut u8, len: usize) -> Result<(), SetupError> {
         Err(SetupError(format!("refuses {len} bytes")))
-    }
-
-    unsafe fn allocate(&mut self, _layout: Layout) -> *mut u8 {
-        std::ptr::null_mut()
-    }
-
-    unsafe fn deallocate(&mut self, _ptr: *mut u8, _layout: Layout) {}
-}
-
-/// A heap that claims nothing and so is not an arena.
-struct Unbounded;
-
-impl RawHeap for Unbounded {
-    const DROP_RECLAIMS_BLOCKS: bool = false;
-
-    fn unclaimed() -> Self {
-        Unbounded
-    }
-
-    unsafe fn claim(&mut self, _base: *mut u8, _len: usize) -> Result<(), SetupError> {
-        Ok(())
     }
 
     unsafe fn allocate(&mut self, _layout: Layout) -> *mut u8 {
@@ -119,8 +72,10 @@ fn a_registered_contender_runs_beside_the_peers() {
 
 #[test]
 fn a_registered_heap_does_the_same_work_as_the_built_in_one() {
+    // The built-in adapter's type, reached through the registry (boxed, one indirect call
+    // per request) instead of directly.
     let outside =
-        register::<OutsideLinkedList>("outside_linked_list", "linked_list_allocator").unwrap();
+        register::<LinkedListHeap>("outside_linked_list", "linked_list_allocator").unwrap();
     let selection = Selection {
         workloads: vec![WorkloadId::HeapEfficiency],
         allocators: vec![outside, AllocatorId::LinkedList],
@@ -146,6 +101,6 @@ fn unusable_names_and_unbounded_heaps_are_refused() {
     }
     register::<Refuses>("twice", "x").unwrap();
     assert!(register::<Refuses>("twice", "x").is_err());
-    let error = register::<Unbounded>("unbounded", "x").unwrap_err();
+    let error = register::<SystemHeap>("unbounded", "x").unwrap_err();
     assert!(error.0.contains("reclaim"), "{error}");
 }

@@ -1038,6 +1038,13 @@ fn pool_bench_refuses_bad_options_before_running() {
     assert_refused(&both, "--malloc", &dir);
 }
 
+/// The standard output of `heapworks ARGS`, which must succeed.
+fn stdout_of_success(args: &[&str]) -> String {
+    let output = heapworks(args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    text(&output.stdout)
+}
+
 /// Runs `heapworks ARGS` in `cwd` with `XDG_CACHE_HOME` set to `cache`.
 fn heapworks_in(cwd: &Path, cache: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_heapworks"))
@@ -1088,15 +1095,14 @@ fn replay_usage_shows_alloc_as_optional_and_defaults_to_every_allocator() {
     assert_eq!(usage, "Usage: heapworks replay [OPTIONS] <TRACE>...");
     let refused = text(&heapworks(&["replay"]).stderr);
     assert!(!refused.contains("--alloc"), "{refused}");
-    let output = heapworks(&[
+    let trace = corpus("realloc-free-10k.script");
+    let table = stdout_of_success(&[
         "replay",
-        corpus("realloc-free-10k.script").to_str().unwrap(),
+        trace.to_str().unwrap(),
         "--trials",
         "1",
         "--no-html",
     ]);
-    assert!(output.status.success(), "{}", text(&output.stderr));
-    let table = text(&output.stdout);
     let header = table
         .lines()
         .find(|l| l.trim_start().starts_with("case"))
@@ -1119,9 +1125,10 @@ fn replay_trials_are_bounded_interleaved_and_summarized() {
     }
     let dir = scratch("replay-trials");
     let json = dir.join("r.json");
-    let output = heapworks(&[
+    let trace = corpus("realloc-free-10k.script");
+    stdout_of_success(&[
         "replay",
-        corpus("realloc-free-10k.script").to_str().unwrap(),
+        trace.to_str().unwrap(),
         "--alloc",
         "heapworks,talc",
         "--trials",
@@ -1130,7 +1137,6 @@ fn replay_trials_are_bounded_interleaved_and_summarized() {
         json.to_str().unwrap(),
         "--no-html",
     ]);
-    assert!(output.status.success(), "{}", text(&output.stderr));
     let records: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let cells: Vec<&serde_json::Value> = records

@@ -5,7 +5,8 @@
 //! [`GlobalAlloc`], the common currency of every workload (and of the trace replayer).
 //! [`with_allocator`] builds the contender named by an [`AllocatorId`] over a region and
 //! hands it to a generic [`UseAllocator`] visitor, so workloads are monomorphized per
-//! allocator and pay no dynamic dispatch. An allocator from outside this crate implements
+//! allocator and pay no dynamic dispatch. The adapters are public, to be reused or wrapped.
+//! An allocator from outside this crate implements
 //! [`RawHeap`] and joins with [`custom::register`] (reached through one indirect call).
 //!
 //! ```
@@ -36,16 +37,16 @@
 //! assert!(with_allocator(talc, &mut region, 1 << 20, AllocateOnce).unwrap());
 //! ```
 
-mod buddy_alloc;
-mod buddy_system;
+pub mod buddy_alloc;
+pub mod buddy_system;
 pub mod custom;
-mod dlmalloc;
-mod galloc;
-mod heapworks;
-mod linked_list;
-mod rlsf;
-mod system;
-mod talc;
+pub mod dlmalloc;
+pub mod galloc;
+pub mod heapworks;
+pub mod linked_list;
+pub mod rlsf;
+pub mod system;
+pub mod talc;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::fmt;

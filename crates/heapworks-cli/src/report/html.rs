@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::fmt::Write;
 
 use crate::results::{Cell, Outcome, Plot, Results, Row, WorkloadInfo};
-use heapworks_bench::standings::{standings, tally};
+use heapworks_bench::standings::standings;
 
 use super::plots::{self, Series};
 use super::{format_ratio, format_value, summary, table};
@@ -108,10 +108,6 @@ fn glance_block(results: &Results) -> String {
     if standings.is_empty() {
         return String::new();
     }
-    let counts: Vec<String> = tally(&standings)
-        .iter()
-        .map(|(verdict, count)| format!("{} {count}", verdict.name()))
-        .collect();
     let mut html = format!(
         "<section id=\"glance\"><p class=\"tally\"><b>At a glance:</b> {0} against the best \
          peer in each row: {1}</p><p>rank: among the allocators measured; ratio: {0}'s median \
@@ -120,7 +116,7 @@ fn glance_block(results: &Results) -> String {
          <table class=\"glance\"><tr><th>workload</th><th>case</th><th>metric</th>\
          <th>rank</th><th>ratio to best peer</th><th>best peer</th><th>verdict</th></tr>\n",
         escape(&subject),
-        counts.join(" · ")
+        summary::tally_line(&standings)
     );
     for standing in &standings {
         let anchor = row_anchor(&standing.workload, &standing.case, &standing.metric);

@@ -28,6 +28,15 @@ pub fn describe(standing: &Standing) -> String {
     )
 }
 
+/// Wins, ties and losses in a few words: `win 3 · tie 1 · loss 2`.
+pub fn tally_line(standings: &[Standing]) -> String {
+    let counts: Vec<String> = tally(standings)
+        .iter()
+        .map(|(verdict, count)| format!("{} {count}", verdict.name()))
+        .collect();
+    counts.join(" · ")
+}
+
 /// The terminal form: a heading with the tally, then one line per standing; `colour` paints
 /// the verdicts with ANSI colours (green win, yellow tie, red loss).
 pub fn render_text(results: &Results, colour: bool) -> String {
@@ -36,14 +45,10 @@ pub fn render_text(results: &Results, colour: bool) -> String {
     if standings.is_empty() {
         return String::new();
     }
-    let counts: Vec<String> = tally(&standings)
-        .iter()
-        .map(|(verdict, count)| format!("{} {count}", verdict.name()))
-        .collect();
     let mut text = format!(
         "\nat a glance: {subject} against the best peer ({}; rank among the allocators, \
          {subject}'s median over the best peer's; tie: within the spread of the two cells)\n",
-        counts.join(" · ")
+        tally_line(&standings)
     );
     let label = |s: &Standing| format!("{} · {} · {}", s.workload, s.case, s.metric);
     let width = standings.iter().map(|s| label(s).chars().count()).max();
