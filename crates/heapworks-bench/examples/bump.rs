@@ -90,11 +90,10 @@ fn main() -> Result<(), String> {
         let ratio = standing
             .ratio
             .map_or_else(|| "failed".to_string(), |r| format!("×{r:.2}"));
+        let rank = format!("{}/{}", standing.rank, standing.ranked);
         println!(
-            "  {:<5} rank {}/{} {ratio:>7} vs {:<12} {} · {} · {}",
+            "  {:<5} rank {rank:<5} {ratio:>7} vs {:<12} {} · {} · {}",
             standing.verdict.name(),
-            standing.rank,
-            standing.ranked,
             standing.best_peer,
             standing.workload,
             standing.case,
