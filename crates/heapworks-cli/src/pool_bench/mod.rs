@@ -108,7 +108,7 @@ impl PoolSelection {
         let every_column = variants.is_empty() && peers.is_empty();
         let variants = match every_column {
             true => Variant::ALL.to_vec(),
-            false => in_canonical_order(variants, &[], &Variant::ALL),
+            false => in_canonical_order(variants, &[], Variant::ALL),
         };
         let peers = match every_column {
             true => peers::PEERS.to_vec(),
@@ -214,7 +214,7 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &ProgressBar) -
     environment.versions = selection
         .variants
         .iter()
-        .map(|v| (v.name().to_string(), v.describe().to_string()))
+        .map(|v| (v.name().to_string(), format!("{v}: {}", v.description())))
         .chain(peer_versions)
         .collect();
     Results { environment, cells }
