@@ -22,7 +22,8 @@ pub fn git_revision(dir: &Path) -> Option<String> {
 }
 
 /// The files whose change means a new revision is checked out in `dir`: the checkout's
-/// `HEAD`, its reflog, and the branch it points at (empty outside a git checkout).
+/// `HEAD`, its reflog, and the branch it points at, those that exist (none outside a git
+/// checkout).
 pub fn revision_files(dir: &Path) -> Vec<String> {
     let Some(git_dir) = git(dir, &["rev-parse", "--absolute-git-dir"]) else {
         return Vec::new();
@@ -37,6 +38,8 @@ pub fn revision_files(dir: &Path) -> Vec<String> {
         files.push(format!("{common}/{branch}"));
         files.push(format!("{common}/packed-refs"));
     }
+    // Cargo reruns a build script on every build while a file it watches is missing.
+    files.retain(|file| Path::new(file).exists());
     files
 }
 
