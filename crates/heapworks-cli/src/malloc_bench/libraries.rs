@@ -4,58 +4,36 @@
 //! reason and the package that provides it, never an error.
 
 use std::ffi::OsString;
-use std::fmt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Where Debian puts the x86-64 shared libraries.
 const DEBIAN_LIB_DIR: &str = "/usr/lib/x86_64-linux-gnu";
 
-/// One column of `bench --malloc`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum CMalloc {
-    /// heapworks-malloc (`libheapworks_malloc.so`): every ratio is to it.
-    Heapworks,
-    /// The same library in its secure mode (`HEAPWORKS_SECURE=1`).
-    HeapworksSecure,
-    /// glibc's malloc: the process as it is, nothing preloaded.
-    Glibc,
-    /// Debian's `libmimalloc2.0`.
-    Mimalloc,
-    /// Debian's `libjemalloc2`.
-    Jemalloc,
-    /// Debian's `libtcmalloc-minimal4` (gperftools).
-    Tcmalloc,
+heapworks_bench::registry! {
+    /// One column of `bench --malloc`: its name (`heapworks` is the ratios' baseline) and,
+    /// as its description, the library preloaded for it.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum CMalloc {
+        /// heapworks-malloc (`libheapworks_malloc.so`): every ratio is to it.
+        Heapworks = ("heapworks", "libheapworks_malloc.so of this workspace"),
+        /// The same library in its secure mode (`HEAPWORKS_SECURE=1`).
+        HeapworksSecure = (
+            "heapworks-secure",
+            "libheapworks_malloc.so of this workspace, HEAPWORKS_SECURE=1"
+        ),
+        /// glibc's malloc: the process as it is, nothing preloaded.
+        Glibc = ("glibc", "libc6 (nothing preloaded)"),
+        /// Debian's `libmimalloc2.0`.
+        Mimalloc = ("mimalloc", "libmimalloc2.0"),
+        /// Debian's `libjemalloc2`.
+        Jemalloc = ("jemalloc", "libjemalloc2"),
+        /// Debian's `libtcmalloc-minimal4` (gperftools).
+        Tcmalloc = ("tcmalloc", "libtcmalloc-minimal4"),
+    }
 }
 
 impl CMalloc {
-    /// Every column, in report order.
-    pub const ALL: [CMalloc; 6] = [
-        CMalloc::Heapworks,
-        CMalloc::HeapworksSecure,
-        CMalloc::Glibc,
-        CMalloc::Mimalloc,
-        CMalloc::Jemalloc,
-        CMalloc::Tcmalloc,
-    ];
-
-    /// Name on the command line and in results (`heapworks` is the ratios' baseline).
-    pub fn name(self) -> &'static str {
-        match self {
-            CMalloc::Heapworks => "heapworks",
-            CMalloc::HeapworksSecure => "heapworks-secure",
-            CMalloc::Glibc => "glibc",
-            CMalloc::Mimalloc => "mimalloc",
-            CMalloc::Jemalloc => "jemalloc",
-            CMalloc::Tcmalloc => "tcmalloc",
-        }
-    }
-
-    /// Looks a column up by its [`name`](Self::name).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|m| m.name() == name)
-    }
-
     /// The Debian package that provides the library (glibc: the C library itself).
     pub fn debian_package(self) -> Option<&'static str> {
         match self {
@@ -76,12 +54,6 @@ impl CMalloc {
             CMalloc::Tcmalloc => "libtcmalloc_minimal.so.4",
         };
         Some(Path::new(DEBIAN_LIB_DIR).join(file))
-    }
-}
-
-impl fmt::Display for CMalloc {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

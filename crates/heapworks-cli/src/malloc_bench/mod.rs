@@ -42,87 +42,54 @@ use crate::workloads::{Config, MetricSpec};
 use libraries::{CMalloc, Library, Lineup};
 use process::Programs;
 
-/// A workload of `bench --malloc`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum MallocWorkload {
-    /// Instructions per call under callgrind.
-    Instructions,
-    /// `free(malloc(n))` in a loop, n = 50 B … 50 MB.
-    Sizes,
-    /// Two threads: producer/consumer and mixed sizes.
-    Threads,
-    /// 2, 4 and 8 threads: a larson-like server, producers and consumers, thread churn.
-    Scaling,
-    /// Real programs: python3, gcc, git, sort, make, perl, sqlite3.
-    Programs,
-    /// The trace corpus replayed through malloc.
-    Traces,
-}
-
-impl MallocWorkload {
-    /// Every workload, in report order.
-    pub const ALL: [MallocWorkload; 6] = [
-        MallocWorkload::Instructions,
-        MallocWorkload::Sizes,
-        MallocWorkload::Threads,
-        MallocWorkload::Scaling,
-        MallocWorkload::Programs,
-        MallocWorkload::Traces,
-    ];
-
-    /// The name used by `--filter` and in result files.
-    pub fn name(self) -> &'static str {
-        match self {
-            MallocWorkload::Instructions => "malloc_instructions",
-            MallocWorkload::Sizes => "malloc_sizes",
-            MallocWorkload::Threads => "malloc_threads",
-            MallocWorkload::Scaling => "malloc_scaling",
-            MallocWorkload::Programs => "malloc_programs",
-            MallocWorkload::Traces => "malloc_traces",
-        }
-    }
-
-    /// One line on what the workload measures.
-    pub fn description(self) -> &'static str {
-        match self {
-            MallocWorkload::Instructions => {
-                "instructions per call under callgrind (deterministic), each malloc preloaded \
-                 into the same C driver: malloc and free of 64 B blocks with 1000 live, a \
-                 free(malloc(64)) ping-pong pair with its loop, realloc growing one block by \
-                 16 B a step"
-            }
-            MallocWorkload::Sizes => {
-                "free(malloc(n)) in a loop, ns per iteration, n = 50 B … 50 MB (seed 004's \
-                 table); the blocks are not touched"
-            }
-            MallocWorkload::Threads => {
-                "2 threads, malloc and free calls per second: producer/consumer (one thread \
-                 allocates 8 B–4 KiB blocks and hands them over in batches, the other frees \
-                 them) and mixed sizes (each thread allocates and frees its own)"
-            }
-            MallocWorkload::Scaling => {
-                "2, 4 and 8 threads (oversubscribed beyond the cores), malloc and free calls \
-                 per second and peak RSS: a larson-like server (lanes of short-lived threads, \
-                 each freeing what its predecessor allocated), producer/consumer pairs, one \
-                 producer feeding the rest, the rest feeding one consumer, and thread churn \
-                 (threads exit leaving blocks that later threads free)"
-            }
-            MallocWorkload::Programs => {
-                "real programs under LD_PRELOAD on generated inputs: wall time, and peak RSS \
-                 (wait4's ru_maxrss: the largest process of the run); every output checked \
-                 equal to glibc's"
-            }
-            MallocWorkload::Traces => {
-                "the trace corpus replayed through malloc by a C replayer (one thread, in the \
-                 trace's order, every page of every block touched once): time of the \
-                 requests and peak RSS; output checked as for the programs"
-            }
-        }
-    }
-
-    /// Looks a workload up by its [`name`](Self::name).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|w| w.name() == name)
+heapworks_bench::registry! {
+    /// A workload of `bench --malloc`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum MallocWorkload {
+        /// Instructions per call under callgrind.
+        Instructions = (
+            "malloc_instructions",
+            "instructions per call under callgrind (deterministic), each malloc preloaded \
+             into the same C driver: malloc and free of 64 B blocks with 1000 live, a \
+             free(malloc(64)) ping-pong pair with its loop, realloc growing one block by \
+             16 B a step"
+        ),
+        /// `free(malloc(n))` in a loop, n = 50 B … 50 MB.
+        Sizes = (
+            "malloc_sizes",
+            "free(malloc(n)) in a loop, ns per iteration, n = 50 B … 50 MB (seed 004's \
+             table); the blocks are not touched"
+        ),
+        /// Two threads: producer/consumer and mixed sizes.
+        Threads = (
+            "malloc_threads",
+            "2 threads, malloc and free calls per second: producer/consumer (one thread \
+             allocates 8 B–4 KiB blocks and hands them over in batches, the other frees \
+             them) and mixed sizes (each thread allocates and frees its own)"
+        ),
+        /// 2, 4 and 8 threads: a larson-like server, producers and consumers, thread churn.
+        Scaling = (
+            "malloc_scaling",
+            "2, 4 and 8 threads (oversubscribed beyond the cores), malloc and free calls \
+             per second and peak RSS: a larson-like server (lanes of short-lived threads, \
+             each freeing what its predecessor allocated), producer/consumer pairs, one \
+             producer feeding the rest, the rest feeding one consumer, and thread churn \
+             (threads exit leaving blocks that later threads free)"
+        ),
+        /// Real programs: python3, gcc, git, sort, make, perl, sqlite3.
+        Programs = (
+            "malloc_programs",
+            "real programs under LD_PRELOAD on generated inputs: wall time, and peak RSS \
+             (wait4's ru_maxrss: the largest process of the run); every output checked \
+             equal to glibc's"
+        ),
+        /// The trace corpus replayed through malloc.
+        Traces = (
+            "malloc_traces",
+            "the trace corpus replayed through malloc by a C replayer (one thread, in the \
+             trace's order, every page of every block touched once): time of the \
+             requests and peak RSS; output checked as for the programs"
+        ),
     }
 }
 
@@ -152,8 +119,8 @@ impl MallocSelection {
             }
         }
         Ok(Self {
-            workloads: in_canonical_order(workloads, &MallocWorkload::ALL, &MallocWorkload::ALL),
-            columns: in_canonical_order(columns, &CMalloc::ALL, &CMalloc::ALL),
+            workloads: in_canonical_order(workloads, MallocWorkload::ALL, MallocWorkload::ALL),
+            columns: in_canonical_order(columns, CMalloc::ALL, CMalloc::ALL),
         })
     }
 }

@@ -104,7 +104,7 @@ fn running_out_of_memory_fails_only_the_cells_of_that_allocator() {
         ..spec(&trace)
     };
     let mut region = Region::pretouched(spec.heap_len).unwrap();
-    let outcome = replay_on(AllocatorId::Talc, &mut region, &spec);
+    let outcome = replay_on(AllocatorId::Talc, &mut region, &spec).map(|report| vec![report]);
     let failure = outcome.as_ref().unwrap_err();
     assert!(!failure.is_trace_fault() && !failure.is_check_failure());
     assert_eq!(failure.to_failure(), Failure::OutOfMemory);
@@ -140,7 +140,7 @@ fn ranges_make_cases_and_bad_ranges_are_trace_faults() {
         ..spec(&trace)
     };
     let mut region = Region::pretouched(spec.heap_len).unwrap();
-    let outcome = replay_on(AllocatorId::Heapworks, &mut region, &spec);
+    let outcome = replay_on(AllocatorId::Heapworks, &mut region, &spec).map(|report| vec![report]);
     let cells = cells("t", &spec, AllocatorId::Heapworks, &outcome);
     let cases: Vec<&str> = cells.iter().map(|c| c.case.as_str()).collect();
     assert_eq!(
@@ -176,4 +176,31 @@ fn ranges_make_cases_and_bad_ranges_are_trace_faults() {
     };
     let failure = replay_on(AllocatorId::Heapworks, &mut region, &spec).unwrap_err();
     assert!(failure.is_trace_fault(), "{failure}");
+}
+
+#[test]
+fn trials_are_summarized_as_median_min_and_max() {
+    let trace = fill_and_free(200, 48);
+    let spec = spec(&trace);
+    let mut region = Region::pretouched(spec.heap_len).unwrap();
+    let reports: Vec<ReplayReport> = (0..3)
+        .map(|_| replay_on(AllocatorId::Heapworks, &mut region, &spec).unwrap())
+        .collect();
+    let intervals: Vec<f64> = reports
+        .iter()
+        .map(|r| r.ranges[0].total_ns as f64 / 1e6)
+        .collect();
+    let cells = cells("t", &spec, AllocatorId::Heapworks, &Ok(reports));
+    let interval = cells.iter().find(|c| c.metric == INTERVAL.name).unwrap();
+    let Outcome::Measured(summary) = interval.outcome else {
+        panic!("{interval:?}")
+    };
+    assert_eq!(summary.trials, 3);
+    assert_eq!(Some(summary.median), crate::stats::median(&intervals));
+    assert_eq!(
+        Some((summary.min, summary.max)),
+        crate::stats::min_max(&intervals)
+    );
+    let footprint = cells.iter().find(|c| c.metric == FOOTPRINT.name).unwrap();
+    assert!(matches!(footprint.outcome, Outcome::Measured(s) if s.trials == 3));
 }

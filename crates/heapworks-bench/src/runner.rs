@@ -5,10 +5,9 @@
 
 use std::fmt;
 
-use indicatif::{ProgressBar, ProgressStyle};
-
 use crate::contenders::AllocatorId;
 use crate::instructions;
+use crate::progress::Progress;
 use crate::region::{Region, RegionError};
 use crate::results::{Cell, Environment, Outcome, Results, Summary};
 use crate::rng::derive_seed;
@@ -133,22 +132,12 @@ pub fn trial_count(cases: &[Case], allocators: &[AllocatorId], config: &Config) 
     (runs * config.trials) as u64
 }
 
-/// A progress bar on stderr (hidden when stderr is not a terminal).
-pub fn progress_bar(total: u64) -> ProgressBar {
-    let bar = ProgressBar::new(total);
-    let style = ProgressStyle::with_template("{elapsed:>4} [{bar:30}] {pos}/{len} ETA {eta} {msg}")
-        .expect("valid template")
-        .progress_chars("=> ");
-    bar.set_style(style);
-    bar
-}
-
 /// Runs the timed workloads of `selection` and returns every cell; an error, before any
 /// trial, when a workload cannot run at all or the selection runs nothing.
 pub fn run_timed(
     config: &Config,
     selection: &Selection,
-    progress: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<Vec<Cell>, String> {
     let mut cases: Vec<Case> = Vec::new();
     for workload in selection.timed_workloads() {
@@ -158,7 +147,7 @@ pub fn run_timed(
     if trials == 0 && !selection.wants_instructions() {
         return Err(NOTHING_TO_RUN.to_string());
     }
-    progress.inc_length(trials);
+    progress.add_steps(trials);
     let mut region: Option<Region> = None;
     let mut cells = Vec::new();
     for case in &cases {
@@ -188,7 +177,7 @@ fn run_case(
     config: &Config,
     allocators: &[AllocatorId],
     region: &mut Region,
-    progress: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Vec<Cell> {
     let participants: Vec<AllocatorId> = allocators
         .iter()
@@ -204,7 +193,7 @@ fn run_case(
             if !history.iter().any(Result::is_err) {
                 history.push((case.run)(*allocator, region, seed));
             }
-            progress.inc(1);
+            progress.step_done();
         }
     }
     participants
@@ -259,7 +248,7 @@ pub fn summarize(values: impl Iterator<Item = f64>) -> Outcome {
 pub fn run(
     config: &Config,
     selection: &Selection,
-    progress: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<Results, String> {
     let mut cells = run_timed(config, selection, progress)?;
     if selection.wants_instructions() {

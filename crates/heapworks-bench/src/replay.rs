@@ -19,17 +19,18 @@ use std::fmt;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use clap::Args;
 use heapworks_trace::replay::{
-    replay, resolve_ranges, Footprint, GlibcHeap, OpRange, ReplayError, ReplayOptions, ReplayReport,
+    replay, resolve_ranges, Footprint, GlibcHeap, OpRange, RangeReport, ReplayError, ReplayOptions,
+    ReplayReport,
 };
 use heapworks_trace::Trace;
 
 use crate::contenders::{self, AllocatorId, Arena, RawHeap, SetupError, UseAllocator};
-use crate::instructions::MeasuredArena;
-use crate::options::parse_size;
+use crate::instructions::{probe_options, MeasuredArena};
+use crate::region::physical_memory;
 use crate::region::Region;
-use crate::results::{Cell, Outcome, Summary};
+use crate::results::{Cell, Outcome};
+use crate::runner::summarize;
 use crate::workloads::{mib, Better, Failure, MetricSpec, WorkloadId};
 
 /// Heap each arena gets by default: this many times the trace's peak live bytes …
@@ -174,62 +175,65 @@ impl UseAllocator for Replayer<'_> {
     }
 }
 
-/// The cells of one replay of the trace called `name`: time metrics per range, memory
-/// metrics for the trace; every cell failed if the replay did (only the memory cells if the
-/// ranges themselves are invalid).
+/// The cells of the trials of the trace called `name` on `allocator` (one report per trial,
+/// summarized as `bench` does: median, min and max): time metrics per range, memory metrics
+/// for the trace; every cell failed if a trial did (only the memory cells if the ranges
+/// themselves are invalid).
 pub fn cells(
     name: &str,
     spec: &ReplaySpec<'_>,
     allocator: AllocatorId,
-    outcome: &Result<ReplayReport, ReplayFailure>,
+    outcome: &Result<Vec<ReplayReport>, ReplayFailure>,
 ) -> Vec<Cell> {
     let workload = WorkloadId::Traces.name();
-    let failed = |error: &ReplayFailure| Outcome::Failed(error.to_string());
     let mut cells = Vec::new();
     let ranges = resolve_ranges(spec.ranges, spec.trace.len()).unwrap_or_default();
     for (index, range) in ranges.into_iter().enumerate() {
         let case = range_case(name, &range);
-        let timed = outcome.as_ref().map(|report| &report.ranges[index]);
-        for (metric, value) in [
-            (&INTERVAL, timed.map(|r| r.total_ns as f64 / 1e6)),
-            (&AVERAGE, timed.map(|r| r.average_ns)),
-            (&P99, timed.map(|r| r.p99_ns as f64)),
-        ] {
-            let outcome = value.map_or_else(failed, measured);
+        let per_range: [(&MetricSpec, RangeValue); 3] = [
+            (&INTERVAL, |r| r.total_ns as f64 / 1e6),
+            (&AVERAGE, |r| r.average_ns),
+            (&P99, |r| r.p99_ns as f64),
+        ];
+        for (metric, value) in per_range {
+            let outcome = summarize_trials(outcome, |report| Some(value(&report.ranges[index])));
             cells.push(Cell::of(workload, &case, allocator.name(), metric, outcome));
         }
     }
-    for (metric, value) in [
-        (
-            &PEAK_LIVE,
-            outcome.as_ref().map(|r| Some(kib(r.peak_live_bytes))),
-        ),
-        (
-            &FOOTPRINT,
-            outcome.as_ref().map(|r| r.footprint_bytes.map(kib)),
-        ),
-        (
-            &UTILIZATION,
-            outcome.as_ref().map(|r| r.utilization.map(percent)),
-        ),
-    ] {
-        let outcome = match value {
-            Ok(Some(value)) => measured(value),
-            Ok(None) => Outcome::Failed("no footprint measured".to_string()),
-            Err(error) => failed(error),
-        };
+    let per_trace: [(&MetricSpec, ReportValue); 3] = [
+        (&PEAK_LIVE, |r| Some(kib(r.peak_live_bytes))),
+        (&FOOTPRINT, |r| r.footprint_bytes.map(kib)),
+        (&UTILIZATION, |r| r.utilization.map(percent)),
+    ];
+    for (metric, value) in per_trace {
+        let outcome = summarize_trials(outcome, value);
         cells.push(Cell::of(workload, name, allocator.name(), metric, outcome));
     }
     cells
 }
 
+/// A time metric of one timed range of one trial.
+type RangeValue = fn(&RangeReport) -> f64;
+/// A memory metric of one trial, if it was measured.
+type ReportValue = fn(&ReplayReport) -> Option<f64>;
+
+/// Median, min and max of `value` over the trials' reports; the failure if a trial failed, or
+/// `no footprint measured` if a trial has no value.
+fn summarize_trials(
+    outcome: &Result<Vec<ReplayReport>, ReplayFailure>,
+    value: impl Fn(&ReplayReport) -> Option<f64>,
+) -> Outcome {
+    match outcome {
+        Err(error) => Outcome::Failed(error.to_string()),
+        Ok(reports) => match reports.iter().map(value).collect::<Option<Vec<f64>>>() {
+            Some(values) => summarize(values.into_iter()),
+            None => Outcome::Failed("no footprint measured".to_string()),
+        },
+    }
+}
 /// The case of a timed range.
 pub fn range_case(name: &str, range: &Range<usize>) -> String {
     format!("{name} [{}..{})", range.start, range.end)
-}
-
-fn measured(value: f64) -> Outcome {
-    Outcome::Measured(Summary::single(value))
 }
 
 fn kib(bytes: u64) -> f64 {
@@ -249,14 +253,12 @@ pub fn trace_name(path: &Path) -> String {
 }
 
 /// Arguments of the hidden `replay-probe` command, run under callgrind by
-/// `heapworks replay --instructions`.
-#[derive(Debug, Args)]
+/// `heapworks replay --instructions`: `--allocator NAME --heap BYTES --trace PATH`.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeArgs {
     /// Allocator to replay on.
-    #[arg(long)]
     allocator: String,
     /// Bytes of heap.
-    #[arg(long, value_parser = parse_size)]
     heap: usize,
     /// The trace.
     trace: PathBuf,
@@ -271,8 +273,27 @@ impl ProbeArgs {
             allocator.name().to_string(),
             "--heap".to_string(),
             heap_len.to_string(),
+            "--trace".to_string(),
             trace.display().to_string(),
         ]
+    }
+
+    /// Reads the arguments after the probe's command name; the heap at most the machine's
+    /// memory, as `--heap` of `heapworks replay`.
+    pub fn parse(args: &[String]) -> Result<Self, String> {
+        let [allocator, heap, trace] =
+            probe_options(args, ["--allocator", "--heap", "--trace"]).map_err(|e| e.to_string())?;
+        let heap: usize = heap
+            .parse()
+            .map_err(|_| format!("`{heap}` is not a number of bytes"))?;
+        if heap == 0 || heap as u64 > physical_memory() {
+            return Err(format!("a heap of {heap} bytes cannot be replayed here"));
+        }
+        Ok(Self {
+            allocator: allocator.to_string(),
+            heap,
+            trace: PathBuf::from(trace),
+        })
     }
 }
 

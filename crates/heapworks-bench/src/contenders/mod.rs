@@ -5,12 +5,14 @@
 //! [`GlobalAlloc`], the common currency of every workload (and of the trace replayer).
 //! [`with_allocator`] builds the contender named by an [`AllocatorId`] over a region and
 //! hands it to a generic [`UseAllocator`] visitor, so workloads are monomorphized per
-//! allocator and pay no dynamic dispatch.
+//! allocator and pay no dynamic dispatch. The adapters are public, to be reused or wrapped.
+//! An allocator from outside this crate implements
+//! [`RawHeap`] and joins with [`custom::register`] (reached through one indirect call).
 //!
 //! ```
 //! use std::alloc::{GlobalAlloc, Layout};
-//! use heapworks_cli::contenders::{with_allocator, AllocatorId, Arena, RawHeap, UseAllocator};
-//! use heapworks_cli::region::Region;
+//! use heapworks_bench::contenders::{with_allocator, AllocatorId, Arena, RawHeap, UseAllocator};
+//! use heapworks_bench::region::Region;
 //!
 //! /// Anything generic over a `GlobalAlloc` runs on every contender this way.
 //! struct AllocateOnce;
@@ -35,15 +37,16 @@
 //! assert!(with_allocator(talc, &mut region, 1 << 20, AllocateOnce).unwrap());
 //! ```
 
-mod buddy_alloc;
-mod buddy_system;
-mod dlmalloc;
-mod galloc;
-mod heapworks;
-mod linked_list;
-mod rlsf;
-mod system;
-mod talc;
+pub mod buddy_alloc;
+pub mod buddy_system;
+pub mod custom;
+pub mod dlmalloc;
+pub mod galloc;
+pub mod heapworks;
+pub mod linked_list;
+pub mod rlsf;
+pub mod system;
+pub mod talc;
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::fmt;
@@ -52,92 +55,53 @@ use std::ptr;
 
 use crate::region::Region;
 
-/// One contender of the benchmark.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum AllocatorId {
-    /// heapworks, the allocator under test: every ratio is to it.
-    Heapworks,
-    /// talc: bins + bitmap, tail tag.
-    Talc,
-    /// rlsf: two-level segregated fit.
-    Rlsf,
-    /// dlmalloc: the Rust port of Doug Lea's malloc 2.8, over a fixed region.
-    Dlmalloc,
-    /// good_memory_allocator ("galloc"): exact small bins and a first-fit list.
-    Galloc,
-    /// linked_list_allocator: address-ordered first fit.
-    LinkedList,
-    /// buddy_system_allocator: power-of-two buddy, 32 orders.
-    BuddySystem,
-    /// buddy-alloc: 64 B pool in front of a buddy allocator.
-    BuddyAlloc,
-    /// The platform allocator (`std::alloc::System`), unbounded: only where a workload allows.
-    System,
+crate::registry! {
+    /// One contender of the benchmark: its name, and as its description the crate and exact
+    /// version measured (pinned with `=` in this crate's manifest).
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum AllocatorId {
+        /// heapworks, the allocator under test: every ratio is to it.
+        Heapworks = ("heapworks", HEAPWORKS_VERSION),
+        /// talc: bins + bitmap, tail tag.
+        Talc = ("talc", "talc 5.1.1"),
+        /// rlsf: two-level segregated fit.
+        Rlsf = ("rlsf", "rlsf 0.2.3"),
+        /// dlmalloc: the Rust port of Doug Lea's malloc 2.8, over a fixed region.
+        Dlmalloc = ("dlmalloc", "dlmalloc 0.2.14"),
+        /// good_memory_allocator ("galloc"): exact small bins and a first-fit list.
+        Galloc = ("galloc", "good_memory_allocator 0.1.7"),
+        /// linked_list_allocator: address-ordered first fit.
+        LinkedList = ("linked_list", "linked_list_allocator 0.10.6"),
+        /// buddy_system_allocator: power-of-two buddy, 32 orders.
+        BuddySystem = ("buddy_system", "buddy_system_allocator 0.13.0"),
+        /// buddy-alloc: 64 B pool in front of a buddy allocator.
+        BuddyAlloc = ("buddy_alloc", "buddy-alloc 0.6.0"),
+        /// The platform allocator (`std::alloc::System`), unbounded: only where a workload
+        /// allows.
+        System = ("system", "std::alloc::System (the platform malloc)");
+        /// An allocator from outside this crate, added with [`custom::register`] (not in
+        /// `ALL`, found by [`custom::find`]).
+        Custom(contender: &'static custom::CustomContender) => (contender.name(), contender.version())
+    }
 }
 
 impl AllocatorId {
-    /// Every contender, in the order of the report's columns.
-    pub const ALL: &'static [AllocatorId] = &[
-        AllocatorId::Heapworks,
-        AllocatorId::Talc,
-        AllocatorId::Rlsf,
-        AllocatorId::Dlmalloc,
-        AllocatorId::Galloc,
-        AllocatorId::LinkedList,
-        AllocatorId::BuddySystem,
-        AllocatorId::BuddyAlloc,
-        AllocatorId::System,
-    ];
-
-    /// The name used on the command line, in tables and in result files.
-    pub fn name(self) -> &'static str {
-        match self {
-            AllocatorId::Heapworks => "heapworks",
-            AllocatorId::Talc => "talc",
-            AllocatorId::Rlsf => "rlsf",
-            AllocatorId::Dlmalloc => "dlmalloc",
-            AllocatorId::Galloc => "galloc",
-            AllocatorId::LinkedList => "linked_list",
-            AllocatorId::BuddySystem => "buddy_system",
-            AllocatorId::BuddyAlloc => "buddy_alloc",
-            AllocatorId::System => "system",
-        }
-    }
-
-    /// The crate and exact version measured (pinned with `=` in this crate's manifest).
+    /// The crate and exact version measured: the contender's description.
     pub fn crate_version(self) -> &'static str {
-        match self {
-            AllocatorId::Heapworks => HEAPWORKS_VERSION,
-            AllocatorId::Talc => "talc 5.1.1",
-            AllocatorId::Rlsf => "rlsf 0.2.3",
-            AllocatorId::Dlmalloc => "dlmalloc 0.2.14",
-            AllocatorId::Galloc => "good_memory_allocator 0.1.7",
-            AllocatorId::LinkedList => "linked_list_allocator 0.10.6",
-            AllocatorId::BuddySystem => "buddy_system_allocator 0.13.0",
-            AllocatorId::BuddyAlloc => "buddy-alloc 0.6.0",
-            AllocatorId::System => "std::alloc::System (the platform malloc)",
-        }
+        self.description()
     }
 
     /// Whether the crate comes from crates.io, pinned to an exact version.
     pub fn is_pinned_peer(self) -> bool {
-        !matches!(self, AllocatorId::Heapworks | AllocatorId::System)
+        !matches!(
+            self,
+            AllocatorId::Heapworks | AllocatorId::System | AllocatorId::Custom(_)
+        )
     }
 
     /// Whether the allocator manages a fixed region (every contender but the system's).
     pub fn is_arena(self) -> bool {
         self != AllocatorId::System
-    }
-
-    /// Looks a contender up by its [`name`](Self::name).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|id| id.name() == name)
-    }
-}
-
-impl fmt::Display for AllocatorId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -236,6 +200,11 @@ pub struct Arena<'r, H: RawHeap> {
 impl<'r, H: RawHeap> Arena<'r, H> {
     /// Builds a fresh heap over the first `len` bytes of `region`.
     pub fn over(region: &'r mut Region, len: usize) -> Result<Box<Self>, SetupError> {
+        Self::over_with(H::unclaimed(), region, len)
+    }
+
+    /// Puts `heap`, unclaimed, over the first `len` bytes of `region`.
+    fn over_with(heap: H, region: &'r mut Region, len: usize) -> Result<Box<Self>, SetupError> {
         if len > region.len() {
             return Err(SetupError(format!(
                 "heap of {len} bytes asked for over a region of {}",
@@ -243,7 +212,7 @@ impl<'r, H: RawHeap> Arena<'r, H> {
             )));
         }
         let mut arena = Box::new(Self {
-            heap: spin::Mutex::new(H::unclaimed()),
+            heap: spin::Mutex::new(heap),
             memory: PhantomData,
         });
         // SAFETY: the region is writable and exclusively borrowed for `'r`, as long as the
@@ -314,6 +283,10 @@ pub fn with_allocator<U: UseAllocator>(
             run_over::<buddy_alloc::BuddyAllocHeap, U>(region, heap_len, work)
         }
         AllocatorId::System => run_over::<system::SystemHeap, U>(region, heap_len, work),
+        AllocatorId::Custom(contender) => {
+            let arena = Arena::over_with(contender.heap(), region, heap_len)?;
+            Ok(work.run(&*arena))
+        }
     }
 }
 

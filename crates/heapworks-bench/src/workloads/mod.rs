@@ -26,49 +26,80 @@ use serde::{Deserialize, Serialize};
 use crate::contenders::{self, AllocatorId, UseAllocator};
 use crate::region::Region;
 
-/// A workload of the suite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum WorkloadId {
-    /// talc's random actions: throughput of a random alloc/free/realloc mix.
-    RandomActions,
-    /// talc's heap efficiency: how full the heap gets before the first failure.
-    HeapEfficiency,
-    /// Cost of single allocate and free calls, as percentiles.
-    Latency,
-    /// Page-aligned tiny blocks against page-sized blocks at word alignment.
-    HighAlignment,
-    /// galloc's random actions: uniform sizes and alignments up to 1 KiB.
-    UniformActions,
-    /// galloc's heap exhaustion: large blocks until failure, then free all.
-    HeapExhaustion,
-    /// Free-structure insertion and removal: N frees then N allocations among live blocks.
-    InsertDelete,
-    /// Realloc of blocks whose neighbours are free (coalescing).
-    ReallocCoalesce,
-    /// Many vectors growing to 1 MiB side by side.
-    VecGrowth,
-    /// Replays of real programs' allocation traces (the corpus in `traces/`).
-    Traces,
-    /// Instructions per call under valgrind (only with `--instructions`).
-    Instructions,
+crate::registry! {
+    /// A workload of the suite.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum WorkloadId {
+        /// talc's random actions: throughput of a random alloc/free/realloc mix.
+        RandomActions = (
+            "random_actions",
+            "talc's random actions: successful alloc/free/realloc calls per second \
+             (sizes biased small, 1/7 realloc, at least 300 live blocks)"
+        ),
+        /// talc's heap efficiency: how full the heap gets before the first failure.
+        HeapEfficiency = (
+            "heap_efficiency",
+            "talc's heap efficiency: requested bytes live at the first failure, \
+             as a share of the heap"
+        ),
+        /// Cost of single allocate and free calls, as percentiles.
+        Latency = (
+            "latency",
+            "cost of single allocate and free calls during a random workload, \
+             measured with a fenced cycle counter"
+        ),
+        /// Page-aligned tiny blocks against page-sized blocks at word alignment.
+        HighAlignment = (
+            "high_alignment",
+            "time per allocate+free of 1 B blocks at align 4096 against 4 KiB blocks \
+             at align 8, and their ratio"
+        ),
+        /// galloc's random actions: uniform sizes and alignments up to 1 KiB.
+        UniformActions = (
+            "uniform_actions",
+            "galloc's random actions: uniform 100–1000 B blocks at align 1–1024, \
+             realloc to 100–10000 B; successful calls per second"
+        ),
+        /// galloc's heap exhaustion: large blocks until failure, then free all.
+        HeapExhaustion = (
+            "heap_exhaustion",
+            "galloc's heap exhaustion: 10–300 KB blocks until the first failure, then \
+             free all; successful allocations per second and fill at failure"
+        ),
+        /// Free-structure insertion and removal: N frees then N allocations among live blocks.
+        InsertDelete = (
+            "insert_delete",
+            "allocate 2N, then time N frees of every other block and N allocations \
+             (free-structure insertion and removal)"
+        ),
+        /// Realloc of blocks whose neighbours are free (coalescing).
+        ReallocCoalesce = (
+            "realloc_coalesce",
+            "allocate 2N, free every other, then time a realloc of every remaining \
+             block up or down next to free neighbours"
+        ),
+        /// Many vectors growing to 1 MiB side by side.
+        VecGrowth = (
+            "vec_growth",
+            "many vectors pushed from empty to 1 MiB, interleaved: realloc-heavy growth"
+        ),
+        /// Replays of real programs' allocation traces (the corpus in `traces/`).
+        Traces = (
+            "traces",
+            "replays of real programs' allocation traces (gcc, g++, python3, perl, sqlite3, \
+             vim, cargo, git, sort) and seed 003's scripts: time of the allocator calls, average and p99 \
+             response, footprint and utilization (peak live bytes over footprint)"
+        ),
+        /// Instructions per call under valgrind (only with `--instructions`).
+        Instructions = (
+            "instructions",
+            "instructions per allocate, free and realloc under callgrind: deterministic, \
+             the regression gate"
+        ),
+    }
 }
 
 impl WorkloadId {
-    /// Every workload, including the valgrind-driven one, in report order.
-    pub const ALL: &'static [WorkloadId] = &[
-        WorkloadId::RandomActions,
-        WorkloadId::HeapEfficiency,
-        WorkloadId::Latency,
-        WorkloadId::HighAlignment,
-        WorkloadId::UniformActions,
-        WorkloadId::HeapExhaustion,
-        WorkloadId::InsertDelete,
-        WorkloadId::ReallocCoalesce,
-        WorkloadId::VecGrowth,
-        WorkloadId::Traces,
-        WorkloadId::Instructions,
-    ];
-
     /// The timed and measured workloads of a normal `heapworks bench`: all but the last,
     /// `Instructions`.
     pub const TIMED: &'static [WorkloadId] = {
@@ -76,78 +107,6 @@ impl WorkloadId {
         assert!(matches!(last, WorkloadId::Instructions));
         timed
     };
-
-    /// The name used on the command line and in result files.
-    pub fn name(self) -> &'static str {
-        match self {
-            WorkloadId::RandomActions => "random_actions",
-            WorkloadId::HeapEfficiency => "heap_efficiency",
-            WorkloadId::Latency => "latency",
-            WorkloadId::HighAlignment => "high_alignment",
-            WorkloadId::UniformActions => "uniform_actions",
-            WorkloadId::HeapExhaustion => "heap_exhaustion",
-            WorkloadId::InsertDelete => "insert_delete",
-            WorkloadId::ReallocCoalesce => "realloc_coalesce",
-            WorkloadId::VecGrowth => "vec_growth",
-            WorkloadId::Traces => "traces",
-            WorkloadId::Instructions => "instructions",
-        }
-    }
-
-    /// One line on what the workload measures and where its method comes from.
-    pub fn description(self) -> &'static str {
-        match self {
-            WorkloadId::RandomActions => {
-                "talc's random actions: successful alloc/free/realloc calls per second \
-                 (sizes biased small, 1/7 realloc, at least 300 live blocks)"
-            }
-            WorkloadId::HeapEfficiency => {
-                "talc's heap efficiency: requested bytes live at the first failure, \
-                 as a share of the heap"
-            }
-            WorkloadId::Latency => {
-                "cost of single allocate and free calls during a random workload, \
-                 measured with a fenced cycle counter"
-            }
-            WorkloadId::HighAlignment => {
-                "time per allocate+free of 1 B blocks at align 4096 against 4 KiB blocks \
-                 at align 8, and their ratio"
-            }
-            WorkloadId::UniformActions => {
-                "galloc's random actions: uniform 100–1000 B blocks at align 1–1024, \
-                 realloc to 100–10000 B; successful calls per second"
-            }
-            WorkloadId::HeapExhaustion => {
-                "galloc's heap exhaustion: 10–300 KB blocks until the first failure, then \
-                 free all; successful allocations per second and fill at failure"
-            }
-            WorkloadId::InsertDelete => {
-                "allocate 2N, then time N frees of every other block and N allocations \
-                 (free-structure insertion and removal)"
-            }
-            WorkloadId::ReallocCoalesce => {
-                "allocate 2N, free every other, then time a realloc of every remaining \
-                 block up or down next to free neighbours"
-            }
-            WorkloadId::VecGrowth => {
-                "many vectors pushed from empty to 1 MiB, interleaved: realloc-heavy growth"
-            }
-            WorkloadId::Traces => {
-                "replays of real programs' allocation traces (gcc, g++, python3, perl, sqlite3, vim, cargo, git, sort) \
-                 and seed 003's scripts: time of the allocator calls, average and p99 \
-                 response, footprint and utilization (peak live bytes over footprint)"
-            }
-            WorkloadId::Instructions => {
-                "instructions per allocate, free and realloc under callgrind: deterministic, \
-                 the regression gate"
-            }
-        }
-    }
-
-    /// Looks a workload up by its [`name`](Self::name).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|id| id.name() == name)
-    }
 
     /// The cases of this workload under `config` (none for [`WorkloadId::Instructions`],
     /// which is driven by [`crate::instructions`]); an error, with the reason, when the
@@ -166,12 +125,6 @@ impl WorkloadId {
             WorkloadId::Traces => traces::cases(config)?,
             WorkloadId::Instructions => Vec::new(),
         })
-    }
-}
-
-impl fmt::Display for WorkloadId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 

@@ -98,6 +98,21 @@ impl fmt::Debug for Region {
     }
 }
 
+/// Bytes of physical memory (`u64::MAX` if the system does not say).
+pub fn physical_memory() -> u64 {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, page_size) = unsafe {
+        (
+            libc::sysconf(libc::_SC_PHYS_PAGES),
+            libc::sysconf(libc::_SC_PAGESIZE),
+        )
+    };
+    match (u64::try_from(pages), u64::try_from(page_size)) {
+        (Ok(pages), Ok(page_size)) if pages > 0 => pages.saturating_mul(page_size),
+        _ => u64::MAX,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

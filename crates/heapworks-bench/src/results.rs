@@ -21,7 +21,7 @@ pub const ENVIRONMENT: &str = "environment";
 /// column for each, so a hostile file with a column per cell would make the report quadratic.
 pub const MAX_ALLOCATORS: usize = 64;
 
-/// [`Environment::scale`] of a `heapworks replay` run: one replay per cell, no time box.
+/// [`Environment::scale`] of a `heapworks replay` run: `trials` replays per cell, no time box.
 pub const REPLAY_SCALE: &str = "replay";
 
 /// Start of [`Environment::scale`] in a `heapworks torture` run (`torture-quick`, …): a
@@ -153,6 +153,35 @@ pub struct Environment {
     pub scale: String,
     /// `(allocator, crate and version)` of every contender in the run.
     pub versions: Vec<(String, String)>,
+    /// `(workload, what it is and how to draw it)`, as the command that ran it said; a
+    /// workload not listed has no description and plain bars.
+    pub workloads: Vec<(String, WorkloadInfo)>,
+}
+
+/// What a workload measures and how a report draws it: carried by the results, so that a
+/// renderer needs nothing but them.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WorkloadInfo {
+    /// One line on what the workload measures.
+    pub description: String,
+    /// How its rows are plotted.
+    pub plot: Plot,
+}
+
+/// How a report plots a workload's rows.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Plot {
+    /// Grouped bars of each primary metric, one group per case.
+    #[default]
+    Bars,
+    /// Grouped bars of these metrics only (the others are in the tables).
+    BarsOf(Vec<String>),
+    /// For each of these operations, lines of its percentiles (metrics `OPERATION pNN`), log
+    /// scale.
+    Percentiles(Vec<String>),
+    /// Lines of the primary metric against size: each case with its size in bytes.
+    AgainstSize(Vec<(String, f64)>),
 }
 
 impl Environment {
@@ -181,6 +210,7 @@ impl Environment {
                 .iter()
                 .map(|id| (id.name().to_string(), id.crate_version().to_string()))
                 .collect(),
+            workloads: Vec::new(),
         }
     }
 
@@ -211,7 +241,10 @@ impl Environment {
     /// The run's settings in one line.
     pub fn settings_line(&self) -> String {
         if self.scale == REPLAY_SCALE {
-            return format!("one replay per cell · revision {}", self.revision);
+            return format!(
+                "{} trials per cell, interleaved · revision {}",
+                self.trials, self.revision
+            );
         }
         if self.is_scorecard() {
             return format!(
@@ -279,6 +312,17 @@ impl Results {
             }
         }
         rows
+    }
+
+    /// What `workload` measures and how to draw it (no description and bars if the results
+    /// do not say).
+    pub fn workload_info(&self, workload: &str) -> WorkloadInfo {
+        self.environment
+            .workloads
+            .iter()
+            .find(|(name, _)| name == workload)
+            .map(|(_, info)| info.clone())
+            .unwrap_or_default()
     }
 
     /// The allocator every ratio is taken to: heapworks when present, else the first column.
@@ -475,6 +519,13 @@ fn environment_records(env: &Environment) -> Vec<Record> {
             .iter()
             .map(|(name, version)| text_record("version", name, Value::from(version.clone()), "")),
     );
+    records.extend(env.workloads.iter().map(|(name, info)| {
+        let value = serde_json::json!({
+            "description": info.description,
+            "plot": serde_json::to_value(&info.plot).unwrap_or(Value::Null),
+        });
+        text_record("workload", name, value, "")
+    }));
     records
 }
 
@@ -508,6 +559,20 @@ fn parse_environment(records: &[Record]) -> Environment {
                 )
             })
             .collect(),
+        workloads: records
+            .iter()
+            .filter(|r| r.case == "workload")
+            .map(|r| (r.allocator.clone(), workload_info(&r.value)))
+            .collect(),
+    }
+}
+
+/// A workload's description and plot as a results file records them; what cannot be read is
+/// left out (no description, bars).
+fn workload_info(value: &Value) -> WorkloadInfo {
+    WorkloadInfo {
+        description: value["description"].as_str().unwrap_or("").to_string(),
+        plot: serde_json::from_value(value["plot"].clone()).unwrap_or_default(),
     }
 }
 
@@ -651,7 +716,10 @@ fn workspace_revision() -> String {
         .ok()
         .filter(|out| out.status.success())
         .and_then(|out| String::from_utf8(out.stdout).ok())
-        .map_or_else(|| "unknown".to_string(), |s| s.trim().to_string())
+        .map_or_else(
+            || env!("HEAPWORKS_REVISION").to_string(),
+            |s| s.trim().to_string(),
+        )
 }
 
 #[cfg(test)]
@@ -695,6 +763,22 @@ mod tests {
                 cpu: "cpu".into(),
                 cores: 2,
                 versions: vec![("heapworks".into(), "heapworks x".into())],
+                workloads: vec![
+                    (
+                        "w".into(),
+                        WorkloadInfo {
+                            description: "what w measures".into(),
+                            plot: Plot::AgainstSize(vec![("4 B".into(), 4.0)]),
+                        },
+                    ),
+                    (
+                        "v".into(),
+                        WorkloadInfo {
+                            description: String::new(),
+                            plot: Plot::BarsOf(vec!["time".into()]),
+                        },
+                    ),
+                ],
                 ..Environment::default()
             },
             cells: vec![
@@ -710,6 +794,9 @@ mod tests {
         assert_eq!(back.cells, results.cells);
         assert_eq!(back.environment.cpu, "cpu");
         assert_eq!(back.environment.versions, results.environment.versions);
+        assert_eq!(back.environment.workloads, results.environment.workloads);
+        assert_eq!(back.workload_info("w").description, "what w measures");
+        assert_eq!(back.workload_info("unknown"), WorkloadInfo::default());
     }
 
     #[test]

@@ -15,7 +15,7 @@
 //! `heapworks replay --instructions` uses the same machinery ([`count_jobs`]) with its own
 //! probe, `heapworks replay-probe …`, which replays a trace through [`MeasuredArena`].
 //! `heapworks bench --malloc` reads the profiles of its C driver with [`inclusive_costs`] and
-//! [`outgoing_calls`] (see [`crate::malloc_bench`]).
+//! [`outgoing_calls`] (`heapworks_cli::malloc_bench`).
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::collections::HashMap;
@@ -25,10 +25,8 @@ use std::process::Command;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use clap::Args;
-use indicatif::ProgressBar;
-
 use crate::contenders::{self, AllocatorId, Arena, RawHeap, UseAllocator};
+use crate::progress::Progress;
 use crate::region::Region;
 use crate::results::{Cell, Outcome, Summary};
 use crate::rng::Rng;
@@ -83,18 +81,57 @@ impl Sequence {
     }
 }
 
-/// Arguments of the hidden `instructions-probe` command.
-#[derive(Debug, Args)]
+/// Arguments of the hidden `instructions-probe` command: `--allocator NAME --sequence FLAG
+/// --seed N`, as [`run`] writes them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeArgs {
     /// Allocator to run.
-    #[arg(long)]
     allocator: String,
-    /// Sequence to run (`uniform64` or `talc-mix`).
-    #[arg(long)]
+    /// Sequence to run (`uniform64`, `talc-mix` or `talc-large`).
     sequence: String,
     /// Seed of the sequence.
-    #[arg(long)]
     seed: u64,
+}
+
+impl ProbeArgs {
+    /// Reads the arguments after the probe's command name.
+    pub fn parse(args: &[String]) -> Result<Self, InstructionsError> {
+        let [allocator, sequence, seed] =
+            probe_options(args, ["--allocator", "--sequence", "--seed"])?;
+        let seed = seed
+            .parse()
+            .map_err(|_| InstructionsError(format!("`{seed}` is not a seed")))?;
+        Ok(Self {
+            allocator: allocator.to_string(),
+            sequence: sequence.to_string(),
+            seed,
+        })
+    }
+}
+
+/// The values of the `--name value` pairs of a probe's command line, in the order of `names`:
+/// each must be given exactly once, and nothing else.
+pub fn probe_options<'a, const N: usize>(
+    args: &'a [String],
+    names: [&str; N],
+) -> Result<[&'a str; N], InstructionsError> {
+    let mut values: [Option<&str>; N] = [None; N];
+    for pair in args.chunks(2) {
+        let [name, value] = pair else {
+            return Err(InstructionsError(format!("`{}` has no value", pair[0])));
+        };
+        let slot = names.iter().position(|n| n == name).map(|i| &mut values[i]);
+        match slot {
+            Some(slot @ None) => *slot = Some(value.as_str()),
+            Some(Some(_)) => return Err(InstructionsError(format!("`{name}` given twice"))),
+            None => return Err(InstructionsError(format!("unknown probe option `{name}`"))),
+        }
+    }
+    let mut found = [""; N];
+    for ((slot, value), name) in found.iter_mut().zip(values).zip(names) {
+        *slot = value.ok_or_else(|| InstructionsError(format!("missing `{name}`")))?;
+    }
+    Ok(found)
 }
 
 /// Something went wrong while counting.
@@ -146,7 +183,7 @@ pub fn check_valgrind() -> Result<(), InstructionsError> {
 pub fn run(
     config: &Config,
     allocators: &[AllocatorId],
-    progress: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<Vec<Cell>, InstructionsError> {
     let jobs: Vec<(AllocatorId, Sequence)> = Sequence::ALL
         .into_iter()
@@ -202,11 +239,11 @@ pub type PerCall = Result<[f64; 3], InstructionsError>;
 /// in the jobs' order.
 pub fn count_jobs(
     jobs: &[ProbeJob],
-    progress: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<Vec<PerCall>, InstructionsError> {
     let exe = std::env::current_exe()
         .map_err(|e| InstructionsError(format!("cannot locate this executable: {e}")))?;
-    progress.inc_length(jobs.len() as u64);
+    progress.add_steps(jobs.len() as u64);
     let next = AtomicUsize::new(0);
     let finished: Mutex<Vec<Option<PerCall>>> = Mutex::new(vec![None; jobs.len()]);
     std::thread::scope(|scope| {
@@ -217,7 +254,7 @@ pub fn count_jobs(
                 progress.set_message(format!("instructions · {}", job.label));
                 let counted = count(&exe, job, index);
                 finished.lock().expect("no worker panics")[index] = Some(counted);
-                progress.inc(1);
+                progress.step_done();
             });
         }
     });
@@ -612,6 +649,29 @@ fn talc_mix<H: RawHeap>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn probe_arguments_are_exact() {
+        let args = |text: &str| -> Vec<String> { text.split(' ').map(String::from).collect() };
+        let parsed = ProbeArgs::parse(&args("--seed 7 --allocator talc --sequence talc-mix"));
+        assert_eq!(
+            parsed,
+            Ok(ProbeArgs {
+                allocator: "talc".into(),
+                sequence: "talc-mix".into(),
+                seed: 7
+            })
+        );
+        for bad in [
+            "--allocator talc --sequence talc-mix",
+            "--allocator talc --sequence talc-mix --seed 1 --seed 2",
+            "--allocator talc --sequence talc-mix --seed",
+            "--allocator talc --sequence talc-mix --seed x",
+            "--allocator talc --sequence talc-mix --seed 1 --heap 9",
+        ] {
+            assert!(ProbeArgs::parse(&args(bad)).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn call_counts_parse() {
