@@ -10,8 +10,9 @@
 //! - [`catalog`]: what each workload measures and how it is drawn, written into the results.
 //! - [`gate`]: the instruction-count regression gate against a baseline results file.
 //! - [`trace_commands`]: `heapworks trace` and `heapworks replay`.
-//! - [`malloc_bench`]: `heapworks bench --malloc`, heapworks-malloc against the C mallocs
-//!   (glibc, mimalloc, jemalloc, tcmalloc) preloaded into the same programs.
+//! - [`malloc_bench`] (the crate `heapworks-malloc-bench`, beside its C drivers): `heapworks
+//!   bench --malloc`, heapworks-malloc against the C mallocs (glibc, mimalloc, jemalloc,
+//!   tcmalloc) preloaded into the same programs.
 //! - [`torture`]: `heapworks torture`, the malloc torture test (contract, threads, fork,
 //!   exhaustion, seed 004's patterns, misuse) against the same mallocs and the arenas.
 //! - [`pool_bench`]: `heapworks bench --pool`, heapworks-pool against fresh allocations,
@@ -23,11 +24,11 @@
 pub use heapworks_bench::{
     contenders, instructions, region, replay, results, rng, runner, stats, timing, workloads,
 };
+pub use heapworks_malloc_bench as malloc_bench;
 
 pub mod catalog;
 pub mod cli;
 pub mod gate;
-pub mod malloc_bench;
 pub mod options;
 pub mod pool_bench;
 pub mod progress;

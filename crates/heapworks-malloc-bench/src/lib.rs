@@ -1,9 +1,11 @@
 //! `heapworks bench --malloc`: heapworks-malloc against glibc, mimalloc, jemalloc and tcmalloc,
-//! each `LD_PRELOAD`ed into the same programs, in one run.
+//! each `LD_PRELOAD`ed into the same programs, in one run. The C drivers live beside this code,
+//! in `c/`; the engine it reports through (results, runner, callgrind driver) is
+//! `heapworks-bench`, and the `heapworks` command only parses options and renders.
 //!
 //! - [`libraries`]: the columns and their shared libraries (heapworks-malloc built when
 //!   needed; a missing peer is a `missing` column, not an error).
-//! - [`process`]: the C workload programs of `crates/heapworks-malloc/bench/`, compiled with
+//! - [`process`]: the C workload programs of this crate's `c/`, compiled with
 //!   `cc` into the target directory, and runs of any program: with the proof that the
 //!   preloaded malloc is the one called, or with wall time and peak RSS.
 //! - [`counts`]: instructions per call under callgrind.
@@ -33,12 +35,12 @@ pub mod timed;
 
 use std::path::{Path, PathBuf};
 
-use indicatif::ProgressBar;
+use heapworks_bench::progress::Progress;
 
-use crate::results::{Cell, Environment, Outcome, Results};
-use crate::rng::derive_seed;
-use crate::runner::{filter_terms, in_canonical_order, summarize, unknown_term_message};
-use crate::workloads::{Config, MetricSpec};
+use heapworks_bench::results::{Cell, Environment, Outcome, Results};
+use heapworks_bench::rng::derive_seed;
+use heapworks_bench::runner::{filter_terms, in_canonical_order, summarize, unknown_term_message};
+use heapworks_bench::workloads::{Config, MetricSpec};
 use libraries::{CMalloc, Library, Lineup};
 use process::Programs;
 
@@ -178,11 +180,11 @@ pub struct Task {
 
 /// A scratch directory under the target directory, removed when dropped: compiled programs,
 /// generated inputs, profiles and logs of one run (of `bench --malloc` or `torture`).
-pub(crate) struct Scratch(pub(crate) PathBuf);
+pub struct Scratch(pub PathBuf);
 
 impl Scratch {
     /// `<target>/<purpose>/run-<pid>`, emptied.
-    pub(crate) fn create(purpose: &str) -> Result<Self, String> {
+    pub fn create(purpose: &str) -> Result<Self, String> {
         let dir = libraries::target_dir()?
             .join(purpose)
             .join(format!("run-{}", std::process::id()));
@@ -204,13 +206,13 @@ pub fn run(
     config: &Config,
     selection: &MallocSelection,
     overrides: &[(CMalloc, PathBuf)],
-    progress: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Result<Results, String> {
     let scratch = Scratch::create("heapworks-malloc-bench")?;
     let lineup = Lineup::find(&selection.columns, overrides).pinned(&scratch.0.join("libraries"));
     let programs = Programs::compile(&scratch.0)?;
     let tasks = plan(config, &selection.workloads, &programs, &scratch.0)?;
-    progress.inc_length(steps(&tasks, &lineup, config.trials));
+    progress.add_steps(steps(&tasks, &lineup, config.trials));
     let cells = tasks
         .iter()
         .flat_map(|task| run_task(task, &lineup, config, progress))
@@ -266,7 +268,7 @@ fn steps(tasks: &[Task], lineup: &Lineup, trials: usize) -> u64 {
 type History = Result<Vec<Vec<f64>>, String>;
 
 /// Checks every malloc, runs the trials interleaved, and summarizes each output.
-fn run_task(task: &Task, lineup: &Lineup, config: &Config, progress: &ProgressBar) -> Vec<Cell> {
+fn run_task(task: &Task, lineup: &Lineup, config: &Config, progress: &dyn Progress) -> Vec<Cell> {
     let mut histories: Vec<History> = lineup
         .present
         .iter()
@@ -274,7 +276,7 @@ fn run_task(task: &Task, lineup: &Lineup, config: &Config, progress: &ProgressBa
             let checked = task.check.as_ref().map_or(Ok(()), |check| {
                 progress.set_message(format!("{} · {} · check", task.label, library.malloc));
                 let checked = check(library);
-                progress.inc(1);
+                progress.step_done();
                 checked
             });
             checked.map(|()| Vec::new())
@@ -293,7 +295,7 @@ fn run_task(task: &Task, lineup: &Lineup, config: &Config, progress: &ProgressBa
                     Err(why) => *history = Err(why),
                 }
             }
-            progress.inc(1);
+            progress.step_done();
         }
     }
     let present = lineup.present.iter().map(|l| l.malloc).zip(histories);

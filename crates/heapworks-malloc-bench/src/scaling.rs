@@ -14,7 +14,7 @@ use std::process::Command;
 
 use super::process;
 use super::{MallocWorkload, Output, Task};
-use crate::workloads::{Better, Config, MetricSpec};
+use heapworks_bench::workloads::{Better, Config, MetricSpec};
 
 const THROUGHPUT: MetricSpec = MetricSpec::primary("throughput", "Mops/s", Better::Higher);
 const PEAK_RSS: MetricSpec = MetricSpec::primary("peak RSS", "MiB", Better::Lower);
@@ -120,7 +120,7 @@ mod tests {
 
     #[test]
     fn every_workload_runs_at_every_thread_count() {
-        let config = Config::at_scale(crate::workloads::Scale::Tiny, 1);
+        let config = Config::at_scale(heapworks_bench::workloads::Scale::Tiny, 1);
         let tasks = tasks(&config, Path::new("scaling"), Path::new("/tmp"));
         assert_eq!(tasks.len(), WORKLOADS.len() * THREADS.len());
         assert_eq!(tasks[0].label, "larson-like server, 2 threads");

@@ -1,5 +1,5 @@
 //! Child processes of `bench --malloc` (and `heapworks torture`): the C programs compiled at
-//! run time from `crates/heapworks-malloc/bench/`, runs of any program with its output, runs that prove
+//! run time from this crate's `c/`, runs of any program with its output, runs that prove
 //! the preloaded malloc is the one called, and measured runs (wall time and peak RSS, taken by
 //! `measure.c` with `wait4`).
 
@@ -12,7 +12,7 @@ use super::libraries::Library;
 
 /// The C sources of the workload programs.
 pub fn sources_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../heapworks-malloc/bench")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("c")
 }
 
 /// The compiled C programs.

@@ -16,8 +16,8 @@ use heapworks_trace::{encode, read_traces_in, Format};
 use super::libraries::Library;
 use super::process::{self, Measure, Programs};
 use super::{MallocWorkload, Output, Task};
-use crate::replay::trace_name;
-use crate::workloads::{Better, Config, MetricSpec};
+use heapworks_bench::replay::trace_name;
+use heapworks_bench::workloads::{Better, Config, MetricSpec};
 
 /// Wall time of a program, from spawn to exit.
 const WALL_TIME: MetricSpec = MetricSpec::primary("wall time", "ms", Better::Lower);

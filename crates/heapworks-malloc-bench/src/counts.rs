@@ -15,8 +15,8 @@ use std::process::Command;
 
 use super::libraries::Library;
 use super::{MallocWorkload, Output, Task};
-use crate::instructions::{check_valgrind, inclusive_costs, outgoing_calls};
-use crate::workloads::{Better, MetricSpec};
+use heapworks_bench::instructions::{check_valgrind, inclusive_costs, outgoing_calls};
+use heapworks_bench::workloads::{Better, MetricSpec};
 
 /// The driver's sequences.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

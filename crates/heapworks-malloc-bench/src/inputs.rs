@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::rng::splitmix64;
+use heapworks_bench::rng::splitmix64;
 
 /// A C file of `functions` functions (structs, loops, switches, string formatting) and a
 /// `main` that calls them all: work for gcc's optimizer.

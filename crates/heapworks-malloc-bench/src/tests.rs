@@ -7,8 +7,9 @@ use std::process::Command;
 use super::inputs;
 use super::libraries::{parse_override, CMalloc, Library, Lineup};
 use super::*;
-use crate::results::Summary;
-use crate::workloads::{Better, Scale};
+use heapworks_bench::progress::Silent;
+use heapworks_bench::results::Summary;
+use heapworks_bench::workloads::{Better, Scale};
 
 fn scratch(tag: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!(
@@ -324,7 +325,7 @@ fn tasks_interleave_trials_and_fold_failures_and_missing_columns() {
         })),
         run: Box::new(|_, seed| Ok(vec![(seed % 3) as f64 + 1.0])),
     };
-    let progress = ProgressBar::hidden();
+    let progress = Silent;
     let cells = run_task(&task, &lineup, &config(3), &progress);
     assert_eq!(cells.len(), 3);
     let Outcome::Measured(Summary { trials, .. }) = cells[0].outcome else {
@@ -365,11 +366,11 @@ fn the_c_programs_run_and_report_sane_numbers() {
         present: vec![glibc()],
         missing: Vec::new(),
     };
-    if crate::instructions::check_valgrind().is_err() {
+    if heapworks_bench::instructions::check_valgrind().is_err() {
         tasks.remove(0);
     }
     for task in &tasks {
-        for cell in run_task(task, &lineup, &config, &ProgressBar::hidden()) {
+        for cell in run_task(task, &lineup, &config, &Silent) {
             let value = cell.median().unwrap_or_else(|| panic!("{cell:?}"));
             // A wait for a CPU is 0 on an idle machine; everything else is positive.
             let least = if cell.metric == timed::CPU_WAIT.name {

@@ -14,7 +14,7 @@ use std::process::Command;
 
 use super::process;
 use super::{CheckFn, MallocWorkload, Output, Task};
-use crate::workloads::{Better, Config, MetricSpec};
+use heapworks_bench::workloads::{Better, Config, MetricSpec};
 
 /// The block sizes of seed 004's table.
 pub const SIZES: [u64; 7] = [50, 500, 5_000, 50_000, 500_000, 5_000_000, 50_000_000];
