@@ -74,7 +74,7 @@ enum Command {
     ReplayProbe(ProbeCommandLine),
     /// Internal: one get-fill-drop measurement, run under a preloaded malloc by `bench --pool`.
     #[command(hide = true, name = "pool-probe")]
-    PoolProbe(pool_bench::peers::ProbeArgs),
+    PoolProbe(ProbeCommandLine),
 }
 
 /// The arguments of a hidden probe command, read by the engine (which writes them).
@@ -167,7 +167,8 @@ pub fn main() -> ExitCode {
         Command::ReplayProbe(probe) => {
             replay::ProbeArgs::parse(&probe.args).and_then(|args| replay::probe(&args))
         }
-        Command::PoolProbe(args) => pool_bench::peers::probe(&args),
+        Command::PoolProbe(probe) => pool_bench::peers::ProbeArgs::parse(&probe.args)
+            .and_then(|args| pool_bench::peers::probe(&args)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -15,8 +15,8 @@
 //!   tcmalloc) preloaded into the same programs.
 //! - [`torture`]: `heapworks torture`, the malloc torture test (contract, threads, fork,
 //!   exhaustion, seed 004's patterns, misuse) against the same mallocs and the arenas.
-//! - [`pool_bench`]: `heapworks bench --pool`, heapworks-pool against fresh allocations,
-//!   inline and in shared memory.
+//! - [`pool_bench`] (the crate `heapworks-pool-bench`): `heapworks bench --pool`,
+//!   heapworks-pool against fresh allocations, inline and in shared memory.
 //!
 //! The engine's modules are re-exported under their old paths (`heapworks_cli::contenders`, …)
 //! so that code written against this crate keeps compiling.
@@ -25,12 +25,12 @@ pub use heapworks_bench::{
     contenders, instructions, region, replay, results, rng, runner, stats, timing, workloads,
 };
 pub use heapworks_malloc_bench as malloc_bench;
+pub use heapworks_pool_bench as pool_bench;
 
 pub mod catalog;
 pub mod cli;
 pub mod gate;
 pub mod options;
-pub mod pool_bench;
 pub mod progress;
 pub mod report;
 pub mod report_dir;

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use super::variants::{Subject, Variant};
 use super::{peers, Column, Task, TIME_NS};
-use crate::timing::Deadline;
-use crate::workloads::{Config, Scale};
+use heapworks_bench::timing::Deadline;
+use heapworks_bench::workloads::{Config, Scale};
 
 /// 1920 × 1080 × 3 channels × 4 B: an HD image in f32 (seed 002's large case).
 pub const HD_F32: usize = 1920 * 1080 * 3 * 4;

@@ -20,8 +20,8 @@ use heapworks_pool::Stats;
 use super::rss;
 use super::variants::{Subject, Variant};
 use super::{Column, PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, RECYCLED, STEP_US};
-use crate::rng::Rng;
-use crate::workloads::Config;
+use heapworks_bench::rng::Rng;
+use heapworks_bench::workloads::Config;
 
 /// Model width (elements per token).
 const HIDDEN: usize = 768;

@@ -24,13 +24,13 @@ pub mod sizes;
 pub mod targets;
 pub mod variants;
 
-use indicatif::ProgressBar;
+use heapworks_bench::progress::Progress;
 
-use crate::malloc_bench::libraries::{CMalloc, Library};
-use crate::results::{Cell, Environment, Outcome, Results};
-use crate::rng::derive_seed;
-use crate::runner::{filter_terms, in_canonical_order, summarize};
-use crate::workloads::{Better, Config, MetricSpec};
+use heapworks_bench::results::{Cell, Environment, Outcome, Results};
+use heapworks_bench::rng::derive_seed;
+use heapworks_bench::runner::{filter_terms, in_canonical_order, summarize};
+use heapworks_bench::workloads::{Better, Config, MetricSpec};
+use heapworks_malloc_bench::libraries::{CMalloc, Library};
 use variants::Variant;
 
 /// Nanoseconds per get-fill-drop.
@@ -175,7 +175,7 @@ pub struct Task {
 }
 
 /// Runs `selection`.
-pub fn run(config: &Config, selection: &PoolSelection, progress: &ProgressBar) -> Results {
+pub fn run(config: &Config, selection: &PoolSelection, progress: &dyn Progress) -> Results {
     let tasks: Vec<Task> = selection
         .workloads
         .iter()
@@ -198,7 +198,7 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &ProgressBar) -
                 .map(|(m, why)| Column::Missing(*m, why.clone())),
         )
         .collect();
-    progress.inc_length((tasks.len() * columns.len() * config.trials) as u64);
+    progress.add_steps((tasks.len() * columns.len() * config.trials) as u64);
     let cells = tasks
         .iter()
         .flat_map(|task| run_task(task, &columns, config, progress))
@@ -224,7 +224,12 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &ProgressBar) -
 type History = Result<Vec<Vec<Option<f64>>>, String>;
 
 /// Runs the trials interleaved and summarizes each output.
-fn run_task(task: &Task, columns: &[Column], config: &Config, progress: &ProgressBar) -> Vec<Cell> {
+fn run_task(
+    task: &Task,
+    columns: &[Column],
+    config: &Config,
+    progress: &dyn Progress,
+) -> Vec<Cell> {
     let label = format!("{}/{}", task.workload.name(), task.case);
     let mut histories: Vec<History> = columns.iter().map(|_| Ok(Vec::new())).collect();
     for trial in 0..config.trials {
@@ -238,7 +243,7 @@ fn run_task(task: &Task, columns: &[Column], config: &Config, progress: &Progres
                     Err(why) => histories[index] = Err(why),
                 }
             }
-            progress.inc(1);
+            progress.step_done();
         }
     }
     columns

@@ -1,6 +1,6 @@
 use super::*;
-use crate::results::Summary;
-use crate::workloads::Scale;
+use heapworks_bench::results::Summary;
+use heapworks_bench::workloads::Scale;
 
 #[test]
 fn filter_picks_workloads_and_variants_in_canonical_order() {
@@ -34,7 +34,7 @@ fn a_tiny_run_measures_every_variant_and_skips_what_does_not_apply() {
         "inline_without_pool,inline_with_pool".into(),
     ])
     .unwrap();
-    let results = run(&config, &selection, &ProgressBar::hidden());
+    let results = run(&config, &selection, &heapworks_bench::progress::Silent);
     let cells_of = |variant: Variant| {
         results
             .cells

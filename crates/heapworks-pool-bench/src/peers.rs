@@ -8,12 +8,12 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
-use clap::Args;
+use heapworks_bench::instructions::probe_options;
 
 use super::sizes::time_per_round;
 use super::variants::Variant;
-use crate::malloc_bench::libraries::{CMalloc, Library, Lineup};
-use crate::malloc_bench::process::field;
+use heapworks_malloc_bench::libraries::{CMalloc, Library, Lineup};
+use heapworks_malloc_bench::process::field;
 
 /// The mallocs the issue names as peers, in column order.
 pub const PEERS: [CMalloc; 4] = [
@@ -41,27 +41,39 @@ pub fn lineup(peers: &[CMalloc]) -> Lineup {
 }
 
 /// `pool-probe`: one `inline_without_pool` measurement, printed as `ns VALUE`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProbeArgs {
     /// Bytes per tensor (a multiple of 4, at most 1 GiB).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(4..=1 << 30))]
     bytes: u64,
     /// Timed length, in milliseconds (at most a minute).
-    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=60_000))]
     duration_ms: u64,
     /// The trial's seed.
-    #[arg(long)]
     seed: u64,
+}
+
+impl ProbeArgs {
+    /// Reads the arguments after the probe's command name (as [`measure`] writes them).
+    pub fn parse(args: &[String]) -> Result<Self, String> {
+        let [bytes, duration_ms, seed] =
+            probe_options(args, ["--bytes", "--duration-ms", "--seed"]).map_err(|e| e.0)?;
+        let number = |name: &str, text: &str, most: u64| match text.parse::<u64>() {
+            Ok(value) if value <= most => Ok(value),
+            _ => Err(format!("{name} `{text}` is not a number up to {most}")),
+        };
+        let bytes = number("--bytes", bytes, 1 << 30)?;
+        if bytes < 4 || !bytes.is_multiple_of(4) {
+            return Err(format!("--bytes {bytes} is not a whole number of f32"));
+        }
+        Ok(Self {
+            bytes,
+            duration_ms: number("--duration-ms", duration_ms, 60_000)?,
+            seed: number("--seed", seed, u64::MAX)?,
+        })
+    }
 }
 
 /// Runs the probe in this process (under whatever malloc it was started with).
 pub fn probe(args: &ProbeArgs) -> Result<(), String> {
-    if !args.bytes.is_multiple_of(4) {
-        return Err(format!(
-            "--bytes {} is not a whole number of f32",
-            args.bytes
-        ));
-    }
     let n = (args.bytes / 4) as usize;
     let duration = Duration::from_millis(args.duration_ms);
     let ns = time_per_round(Variant::InlineWithoutPool, n, duration, args.seed)?;
@@ -102,4 +114,32 @@ pub fn measure(
         ));
     }
     field(&stdout, "ns").ok_or_else(|| format!("pool-probe printed no time: {stdout}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(String::from).collect()
+    }
+
+    #[test]
+    fn the_probe_reads_what_measure_writes_and_bounds_it() {
+        let parsed = ProbeArgs::parse(&args("--bytes 4096 --duration-ms 5 --seed 7")).unwrap();
+        assert_eq!(
+            (parsed.bytes, parsed.duration_ms, parsed.seed),
+            (4096, 5, 7)
+        );
+        for bad in [
+            "--bytes 6 --duration-ms 5 --seed 7",
+            "--bytes 0 --duration-ms 5 --seed 7",
+            "--bytes 4294967296 --duration-ms 5 --seed 7",
+            "--bytes 4096 --duration-ms 60001 --seed 7",
+            "--bytes 4096 --seed 7",
+            "--bytes x --duration-ms 5 --seed 7",
+        ] {
+            assert!(ProbeArgs::parse(&args(bad)).is_err(), "{bad}");
+        }
+    }
 }

@@ -4,7 +4,7 @@
 use super::sizes::{self, HD_F32};
 use super::variants::Variant;
 use super::{PoolWorkload, STEP_US, TIME_NS};
-use crate::results::{Cell, Results};
+use heapworks_bench::results::{Cell, Results};
 
 /// Every target the run measured.
 pub fn notes(results: &Results) -> Vec<String> {
