@@ -23,7 +23,7 @@ use crate::report::{self, summary, table, Outputs};
 use crate::report_dir::default_report_dir;
 use crate::results::Results;
 use crate::runner::{self, Selection};
-use crate::torture::{self, TortureArgs};
+use crate::torture_command::{torture_command, TortureArgs};
 use crate::trace_commands::{self, ReplayArgs, TraceArgs};
 use crate::workloads::{Config, Scale, WorkloadId};
 use heapworks_bench::registry::Registry;
@@ -160,7 +160,7 @@ pub fn main() -> ExitCode {
         }
         Command::Trace(args) => trace_commands::trace(args),
         Command::Replay(args) => trace_commands::replay(args),
-        Command::Torture(args) => torture::torture(args),
+        Command::Torture(args) => torture_command(args),
         Command::InstructionsProbe(probe) => instructions::ProbeArgs::parse(&probe.args)
             .and_then(|args| instructions::probe(&args))
             .map_err(|e| e.to_string()),

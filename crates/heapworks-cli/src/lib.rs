@@ -13,8 +13,9 @@
 //! - [`malloc_bench`] (the crate `heapworks-malloc-bench`, beside its C drivers): `heapworks
 //!   bench --malloc`, heapworks-malloc against the C mallocs (glibc, mimalloc, jemalloc,
 //!   tcmalloc) preloaded into the same programs.
-//! - [`torture`]: `heapworks torture`, the malloc torture test (contract, threads, fork,
-//!   exhaustion, seed 004's patterns, misuse) against the same mallocs and the arenas.
+//! - [`torture`] (the crate `heapworks-torture`, beside its C programs) and
+//!   [`torture_command`]: `heapworks torture`, the malloc torture test (contract, threads,
+//!   fork, exhaustion, seed 004's patterns, misuse) against the same mallocs and the arenas.
 //! - [`pool_bench`] (the crate `heapworks-pool-bench`): `heapworks bench --pool`,
 //!   heapworks-pool against fresh allocations, inline and in shared memory.
 //!
@@ -26,6 +27,7 @@ pub use heapworks_bench::{
 };
 pub use heapworks_malloc_bench as malloc_bench;
 pub use heapworks_pool_bench as pool_bench;
+pub use heapworks_torture as torture;
 
 pub mod catalog;
 pub mod cli;
@@ -34,5 +36,5 @@ pub mod options;
 pub mod progress;
 pub mod report;
 pub mod report_dir;
-pub mod torture;
+pub mod torture_command;
 pub mod trace_commands;

@@ -9,14 +9,14 @@
 
 use std::process::Command;
 
-use indicatif::ProgressBar;
+use heapworks_bench::progress::Progress;
 
-use crate::contenders::AllocatorId;
-use crate::malloc_bench::libraries::{Library, Lineup};
-use crate::malloc_bench::process::{self, field};
-use crate::results::{Cell, Outcome, Results, Summary};
-use crate::rng::derive_seed;
-use crate::workloads::{Better, MetricSpec};
+use heapworks_bench::contenders::AllocatorId;
+use heapworks_bench::results::{Cell, Outcome, Results, Summary};
+use heapworks_bench::rng::derive_seed;
+use heapworks_bench::workloads::{Better, MetricSpec};
+use heapworks_malloc_bench::libraries::{Library, Lineup};
+use heapworks_malloc_bench::process::{self, field};
 
 use super::arenas;
 use super::cases::{Case, CaseKind, Mode, Program, Section, MISUSES, MISUSE_SIZES, SEED};
@@ -52,7 +52,7 @@ pub fn run_mallocs(
     cases: &[Case],
     lineup: &Lineup,
     context: &Context<'_>,
-    progress: &ProgressBar,
+    progress: &dyn Progress,
 ) -> Vec<Cell> {
     let mut cells = Vec::new();
     let mut columns: Vec<(&str, Result<&Library, String>)> = lineup
@@ -78,7 +78,7 @@ pub fn run_mallocs(
                 Ok(library) => cells.extend(run_case(case, library, context)),
                 Err(why) => cells.extend(failed_cells(case, name, why)),
             }
-            progress.inc(1);
+            progress.step_done();
         }
     }
     for (name, _) in &columns {
@@ -204,7 +204,12 @@ fn misuse_score(cells: &[Cell], malloc: &str) -> Option<Cell> {
 }
 
 /// The arena rows: every allocator of `ids` tortured in-process.
-pub fn run_arenas(ids: &[AllocatorId], mode: Mode, seed: u64, progress: &ProgressBar) -> Vec<Cell> {
+pub fn run_arenas(
+    ids: &[AllocatorId],
+    mode: Mode,
+    seed: u64,
+    progress: &dyn Progress,
+) -> Vec<Cell> {
     let mut cells = Vec::new();
     for &id in ids {
         progress.set_message(format!("arenas · {id}"));
@@ -222,7 +227,7 @@ pub fn run_arenas(ids: &[AllocatorId], mode: Mode, seed: u64, progress: &Progres
                 outcome,
             ));
         }
-        progress.inc(1);
+        progress.step_done();
     }
     cells
 }

@@ -1,5 +1,5 @@
 //! What `heapworks torture` runs: its sections, and each section's cases as runs of the C
-//! programs of `crates/heapworks-cli/torture/` (the in-process arena cases are in
+//! programs of `crates/heapworks-torture/c/` (the in-process arena cases are in
 //! [`super::arenas`]).
 //!
 //! Invariants: every case of a correctness section is a [`CaseKind::Check`] whose run passes
@@ -144,7 +144,7 @@ impl Mode {
     }
 }
 
-/// A compiled program of `crates/heapworks-cli/torture/`.
+/// A compiled program of `crates/heapworks-torture/c/`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Program {
     /// `contract.c`.

@@ -14,11 +14,11 @@ use std::ops::Range;
 use std::panic::{self, AssertUnwindSafe};
 use std::sync::Mutex;
 
-use crate::contenders::{with_allocator, AllocatorId, Arena, RawHeap, UseAllocator};
-use crate::region::Region;
-use crate::results::Outcome;
-use crate::rng::Rng;
-use crate::workloads::blocks::{Block, LiveBlocks};
+use heapworks_bench::contenders::{with_allocator, AllocatorId, Arena, RawHeap, UseAllocator};
+use heapworks_bench::region::Region;
+use heapworks_bench::results::Outcome;
+use heapworks_bench::rng::Rng;
+use heapworks_bench::workloads::blocks::{Block, LiveBlocks};
 
 /// Bytes of the region every arena is built over.
 pub const HEAP_LEN: usize = 32 << 20;
@@ -381,7 +381,7 @@ impl UseAllocator for Torture {
             Outcome::Verdict("n/a: unbounded (the platform's malloc)".to_string())
         });
         outcomes.push(match in_place_percent(&checker, arena) {
-            Ok(percent) => Outcome::Measured(crate::results::Summary::single(percent)),
+            Ok(percent) => Outcome::Measured(heapworks_bench::results::Summary::single(percent)),
             Err(why) => Outcome::Verdict(format!("FAIL 1/1: {why}")),
         });
         outcomes

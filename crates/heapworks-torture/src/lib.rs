@@ -4,8 +4,8 @@
 //!
 //! - [`cases`]: the sections (contract, threads, fork, exhaustion, patterns, misuse, arenas),
 //!   their cases and the modes (quick, default, long).
-//! - [`child`]: the C programs of `crates/heapworks-cli/torture/`, compiled at run time with
-//!   `cc`, and runs under a timeout in their own process group.
+//! - [`child`]: the C programs of this crate's `c/`, compiled at run time with `cc`, and runs
+//!   under a timeout in their own process group.
 //! - [`verdict`]: checks tallied into `pass` / `FAIL` / `hang`, misuse runs classified.
 //! - [`arenas`]: the in-process torture of the arena allocators.
 //! - [`scorecard`]: the cells, notes and the verdict on heapworks.
@@ -13,8 +13,9 @@
 //! Invariants: each run is a fresh process (a crash or hang harms only its own cell); the
 //! mallocs are found, built and preloaded exactly as `bench --malloc` does (its
 //! [`Lineup`], pinned into the run's scratch directory, with the same proof of interposition);
-//! the command fails (non-zero exit) when heapworks fails a correctness check, never because
-//! of the misuse section, which is a score.
+//! the command fails (non-zero exit) when heapworks fails a correctness check
+//! ([`scorecard::heapworks_failures`]), never because of the misuse section, which is a score.
+//! The `heapworks torture` command (options, printing, files) is the CLI's; this crate runs.
 
 pub mod arenas;
 pub mod cases;
@@ -24,72 +25,17 @@ pub mod verdict;
 
 use std::path::PathBuf;
 
-use clap::Args;
-
-use crate::catalog;
-use crate::cli::{announce, OutputArgs};
-use crate::contenders::AllocatorId;
-use crate::malloc_bench::libraries::{self, CMalloc, Lineup};
-use crate::malloc_bench::Scratch;
-use crate::progress::progress_bar;
-use crate::report::table;
-use crate::results::{Environment, Results};
-use crate::runner::{filter_terms, in_canonical_order};
-use crate::workloads::{Config, Scale};
+use heapworks_bench::contenders::AllocatorId;
+use heapworks_bench::progress::Progress;
+use heapworks_bench::results::{Environment, Results};
+use heapworks_bench::runner::{filter_terms, in_canonical_order};
+use heapworks_bench::workloads::{Config, Scale};
+use heapworks_malloc_bench::libraries::{CMalloc, Lineup};
+use heapworks_malloc_bench::Scratch;
 
 use cases::{Mode, Section};
 use child::Programs;
 use scorecard::Context;
-
-/// Most repetitions `--runs` accepts.
-const MAX_RUNS: usize = 10_000;
-
-/// `heapworks torture`'s options.
-#[derive(Debug, Args)]
-pub struct TortureArgs {
-    /// CI's run: a few repetitions, about a minute for all five mallocs.
-    #[arg(long, conflicts_with = "long")]
-    quick: bool,
-    /// The release run (about an hour): 100 runs of each fork scenario, long thread runs.
-    #[arg(long)]
-    long: bool,
-    /// Sections (contract, threads, fork, exhaustion, patterns, misuse, arenas), mallocs
-    /// (heapworks, glibc, mimalloc, jemalloc, tcmalloc) and arena allocators, comma separated.
-    #[arg(long, value_name = "NAMES")]
-    filter: Vec<String>,
-    /// The library to preload for a malloc instead of the default one, e.g.
-    /// `jemalloc=/opt/jemalloc/lib/libjemalloc.so` (repeatable).
-    #[arg(long, value_name = "NAME=PATH", value_parser = libraries::parse_override)]
-    malloc_lib: Vec<(CMalloc, PathBuf)>,
-    /// Seed of the randomized sequences.
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Runs of every check (1 to 10000), instead of the mode's.
-    #[arg(long, value_parser = parse_runs)]
-    runs: Option<usize>,
-    #[command(flatten)]
-    output: OutputArgs,
-}
-
-impl TortureArgs {
-    fn mode(&self) -> Mode {
-        match (self.quick, self.long) {
-            (true, _) => Mode::Quick,
-            (_, true) => Mode::Long,
-            _ => Mode::Default,
-        }
-    }
-}
-
-/// `--runs`: 1 to [`MAX_RUNS`].
-fn parse_runs(text: &str) -> Result<usize, String> {
-    match text.parse::<usize>() {
-        Ok(runs) if (1..=MAX_RUNS).contains(&runs) => Ok(runs),
-        _ => Err(format!(
-            "`{text}` is not a number of runs from 1 to {MAX_RUNS}"
-        )),
-    }
-}
 
 /// What a run covers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -149,33 +95,6 @@ fn unknown_term(term: &str) -> String {
     )
 }
 
-/// Runs `heapworks torture`: prints the scorecards and the notes, writes the files, and fails
-/// when heapworks failed a correctness check.
-pub fn torture(args: TortureArgs) -> Result<(), String> {
-    let selection = Selection::from_filter(&args.filter)?;
-    let outputs = args.output.outputs("torture");
-    outputs.check_writable().map_err(|e| e.to_string())?;
-    let mode = args.mode();
-    let mut results = run(&selection, mode, args.seed, args.runs, &args.malloc_lib)?;
-    catalog::annotate(&mut results);
-    print!("{}", render(&results));
-    for note in scorecard::failure_notes(&results) {
-        eprintln!("note: {note}");
-    }
-    eprintln!("note: {}", scorecard::timeout_note(mode));
-    outputs.write(&results).map_err(|e| e.to_string())?;
-    announce(&outputs);
-    let failures = scorecard::heapworks_failures(&results);
-    if failures.is_empty() {
-        return Ok(());
-    }
-    Err(format!(
-        "heapworks failed {} correctness check(s):\n  {}",
-        failures.len(),
-        failures.join("\n  ")
-    ))
-}
-
 /// Runs every case of `selection` and returns the scorecard.
 pub fn run(
     selection: &Selection,
@@ -183,11 +102,11 @@ pub fn run(
     seed: u64,
     runs: Option<usize>,
     overrides: &[(CMalloc, PathBuf)],
+    progress: &dyn Progress,
 ) -> Result<Results, String> {
     let cases = cases::plan(&selection.sections, mode, runs);
     let wants_arenas =
         selection.sections.contains(&Section::Arenas) && !selection.arenas.is_empty();
-    let progress = progress_bar(0);
     let mut cells = Vec::new();
     let mut versions = Vec::new();
     if !cases.is_empty() && !selection.mallocs.is_empty() {
@@ -196,29 +115,28 @@ pub fn run(
             Lineup::find(&selection.mallocs, overrides).pinned(&scratch.0.join("libraries"));
         let programs = Programs::compile(&scratch.0)?;
         let columns = lineup.present.len() + lineup.missing.len();
-        progress.inc_length((cases.len() * columns) as u64);
+        progress.add_steps((cases.len() * columns) as u64);
         let context = Context {
             programs: &programs,
             mode,
             seed,
             scratch: &scratch.0,
         };
-        cells.extend(scorecard::run_mallocs(&cases, &lineup, &context, &progress));
+        cells.extend(scorecard::run_mallocs(&cases, &lineup, &context, progress));
         versions.extend(lineup.versions());
     }
     if wants_arenas {
-        progress.inc_length(selection.arenas.len() as u64);
+        progress.add_steps(selection.arenas.len() as u64);
         cells.extend(scorecard::run_arenas(
             &selection.arenas,
             mode,
             seed,
-            &progress,
+            progress,
         ));
         for id in &selection.arenas {
             add_version(&mut versions, id.name(), id.crate_version());
         }
     }
-    progress.finish_and_clear();
     if cells.is_empty() {
         return Err("the filter selects no case to run".into());
     }
@@ -244,41 +162,6 @@ fn add_version(versions: &mut Vec<(String, String)>, name: &str, version: &str) 
     }
 }
 
-/// The scorecards for the terminal: the C mallocs', then the arenas' (each its own columns).
-pub fn render(results: &Results) -> String {
-    let arenas = Section::Arenas.name();
-    let (arena_cells, malloc_cells): (Vec<_>, Vec<_>) = results
-        .cells
-        .iter()
-        .cloned()
-        .partition(|c| c.workload == arenas);
-    let part = |cells: Vec<crate::results::Cell>| {
-        let names: Vec<&str> = cells.iter().map(|c| c.allocator.as_str()).collect();
-        let versions = results
-            .environment
-            .versions
-            .iter()
-            .filter(|(name, _)| names.contains(&name.as_str()))
-            .cloned()
-            .collect();
-        Results {
-            environment: Environment {
-                versions,
-                ..results.environment.clone()
-            },
-            cells,
-        }
-    };
-    let mut text = String::new();
-    for cells in [malloc_cells, arena_cells] {
-        if !cells.is_empty() {
-            text.push_str(&table::render(&part(cells)));
-            text.push('\n');
-        }
-    }
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -301,13 +184,5 @@ mod tests {
         assert_eq!(both.arenas, [AllocatorId::Heapworks]);
         assert!(Selection::from_filter(&terms("fork,nonesuch")).is_err());
         assert!(Selection::from_filter(&terms(" , ")).is_err());
-    }
-
-    #[test]
-    fn runs_are_bounded() {
-        assert_eq!(parse_runs("100"), Ok(100));
-        assert!(parse_runs("0").is_err());
-        assert!(parse_runs("10001").is_err());
-        assert!(parse_runs("many").is_err());
     }
 }

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::malloc_bench::process::compile_c;
+use heapworks_malloc_bench::process::compile_c;
 
 use super::cases::Program;
 
@@ -28,7 +28,7 @@ const POLL: Duration = Duration::from_millis(2);
 
 /// The C sources of the torture programs.
 pub fn sources_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("torture")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("c")
 }
 
 /// The compiled torture programs.
