@@ -35,6 +35,8 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "workload.h"
+
 #define MAX_THREADS 64
 /* larson: blocks per lane, and replacements per thread of a lane. */
 #define LANE_BLOCKS 1000
@@ -48,26 +50,6 @@
 #define EXCHANGE 4096
 /* Steps between two looks at the clock. */
 #define CHECK_EVERY 256
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* SplitMix64: each thread's sequence is fixed by the seed. */
-static uint64_t next(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-
-/* 8 B to 4 KiB, small sizes far more often. */
-static size_t mixed_size(uint64_t *state) {
-    uint64_t r = next(state);
-    return 8 + (size_t)((r >> 8) % (8u << (r % 10)));
-}
 
 /* 8 B to 1 KiB, uniform (larson's range). */
 static size_t server_size(uint64_t *state) {

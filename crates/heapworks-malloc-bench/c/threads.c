@@ -36,6 +36,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "workload.h"
+
 /* Batches in flight, and blocks per batch. */
 #define RING 16
 #define BATCH 64
@@ -46,25 +48,6 @@
 /* The round-trip measurement: at most this many round trips, or this long. */
 #define ROUNDTRIPS 20000
 #define ROUNDTRIP_NS 2000000u
-
-static uint64_t now_ns(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
-/* SplitMix64: each thread's sequence is fixed by the seed. */
-static uint64_t next(uint64_t *state) {
-    uint64_t z = (*state += 0x9E3779B97F4A7C15u);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9u;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBu;
-    return z ^ (z >> 31);
-}
-
-static size_t mixed_size(uint64_t *state) {
-    uint64_t r = next(state);
-    return 8 + (size_t)((r >> 8) % (8u << (r % 10)));
-}
 
 struct shared {
     uint64_t deadline;
