@@ -68,7 +68,7 @@ impl Bitmap {
 
     /// Whether bit `bit` is set: bin `bit`'s occupancy bit for `bit < BIN_SLOTS` (spare slots
     /// included), summary bit `bit - SUMMARY_BITS` from [`SUMMARY_BITS`] on. For the checker,
-    /// which reads the bitmap only through this (see [`crate::free_index`]'s `is_marked`).
+    /// which reads the bitmap only through this (see [`crate::index::bins`]'s `is_marked`).
     ///
     /// # Panics
     /// If `bit >= SUMMARY_BITS + BITS`.

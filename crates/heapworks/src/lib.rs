@@ -53,9 +53,9 @@ mod chunk;
 #[cfg(feature = "critical-section")]
 mod critical;
 mod error;
-mod free_index;
 mod global;
 mod heap;
+pub mod index;
 #[cfg(feature = "lock_api")]
 mod locked;
 mod region;
@@ -67,6 +67,7 @@ mod unsync;
 pub use critical::{CriticalSectionHeap, CriticalSectionLock};
 pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
 pub use heap::Heap;
+pub use index::{Bins, FreeIndex, Hybrid, SplayTree};
 #[cfg(feature = "lock_api")]
 pub use locked::LockedHeap;
 pub use stats::Stats;

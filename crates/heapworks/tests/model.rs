@@ -6,8 +6,11 @@
 //! Two drivers: proptest (shrinks a failure to a minimal sequence) and seeded soak runs (many
 //! more operations, deterministic per seed). Together they run millions of operations; under Miri
 //! the sizes shrink so the same code runs in minutes.
+//!
+//! Every test runs on each free index: the default bins, the splay tree and the hybrid.
 
-use heapworks_testkit::{soak, Arena, Model, Op};
+use heapworks::{Bins, FreeIndex, Hybrid, SplayTree};
+use heapworks_testkit::{soak_with, Arena, Model, Op};
 use proptest::prelude::*;
 
 fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
@@ -26,10 +29,10 @@ fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
 const MAX_OPS: usize = if cfg!(miri) { 60 } else { 600 };
 const LARGE: usize = if cfg!(miri) { 3000 } else { 40_000 };
 
-fn run(ops: &[Op], arena_bytes: usize) {
+fn run<I: FreeIndex>(ops: &[Op], arena_bytes: usize) {
     let mut arena = Arena::new(arena_bytes);
     let bounds = arena.range();
-    let mut heap = arena.heap();
+    let mut heap = arena.heap_with::<I>();
     let mut model = Model::new(&mut heap, bounds, 1);
     for &op in ops {
         model.apply(op);
@@ -47,13 +50,17 @@ proptest! {
     /// Small blocks in a small arena: exhaustion, splitting and coalescing all the time.
     #[test]
     fn small_blocks_in_a_tight_arena(ops in prop::collection::vec(op_strategy(300), 1..MAX_OPS)) {
-        run(&ops, 16 * 1024);
+        run::<Bins>(&ops, 16 * 1024);
+        run::<SplayTree>(&ops, 16 * 1024);
+        run::<Hybrid>(&ops, 16 * 1024);
     }
 
     /// Sizes across many bins, with high alignments.
     #[test]
     fn mixed_sizes(ops in prop::collection::vec(op_strategy(LARGE), 1..MAX_OPS)) {
-        run(&ops, 1 << 20);
+        run::<Bins>(&ops, 1 << 20);
+        run::<SplayTree>(&ops, 1 << 20);
+        run::<Hybrid>(&ops, 1 << 20);
     }
 }
 
@@ -61,11 +68,13 @@ proptest! {
 const SOAK_OPS: usize = if cfg!(miri) { 300 } else { 200_000 };
 const SOAK_SEEDS: u64 = if cfg!(miri) { 1 } else { 6 };
 
-#[test]
-fn soak_small_sizes_near_exhaustion() {
-    for seed in 0..SOAK_SEEDS {
+/// Seeds per test for the indexes other than the default.
+const OTHER_INDEX_SEEDS: u64 = if cfg!(miri) { 1 } else { 2 };
+
+fn soak_small_sizes_near_exhaustion<I: FreeIndex>(seeds: u64) {
+    for seed in 0..seeds {
         let arena = if cfg!(miri) { 4 * 1024 } else { 64 * 1024 };
-        let tally = soak(seed, SOAK_OPS, 512, arena, 16);
+        let tally = soak_with::<I>(seed, SOAK_OPS, 512, arena, 16);
         assert!(
             tally.failed_allocations > 0,
             "the arena never filled: {tally:?}"
@@ -74,11 +83,40 @@ fn soak_small_sizes_near_exhaustion() {
     }
 }
 
-#[test]
-fn soak_large_sizes() {
-    for seed in 100..100 + SOAK_SEEDS {
-        let tally = soak(seed, SOAK_OPS, LARGE, 4 << 20, 64);
+fn soak_large_sizes<I: FreeIndex>(seeds: u64) {
+    for seed in 100..100 + seeds {
+        let tally = soak_with::<I>(seed, SOAK_OPS, LARGE, 4 << 20, 64);
         assert!(tally.allocations > tally.failed_allocations, "{tally:?}");
         assert!(tally.grown_in_place > 0, "{tally:?}");
     }
+}
+
+#[test]
+fn soak_small_sizes_near_exhaustion_bins() {
+    soak_small_sizes_near_exhaustion::<Bins>(SOAK_SEEDS);
+}
+
+#[test]
+fn soak_small_sizes_near_exhaustion_splay_tree() {
+    soak_small_sizes_near_exhaustion::<SplayTree>(OTHER_INDEX_SEEDS);
+}
+
+#[test]
+fn soak_small_sizes_near_exhaustion_hybrid() {
+    soak_small_sizes_near_exhaustion::<Hybrid>(OTHER_INDEX_SEEDS);
+}
+
+#[test]
+fn soak_large_sizes_bins() {
+    soak_large_sizes::<Bins>(SOAK_SEEDS);
+}
+
+#[test]
+fn soak_large_sizes_splay_tree() {
+    soak_large_sizes::<SplayTree>(OTHER_INDEX_SEEDS);
+}
+
+#[test]
+fn soak_large_sizes_hybrid() {
+    soak_large_sizes::<Hybrid>(OTHER_INDEX_SEEDS);
 }
