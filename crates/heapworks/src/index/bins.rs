@@ -124,6 +124,8 @@ impl Bins {
     /// `chunk` is a free chunk that is in no list, of a size that maps to `bin`.
     #[inline(always)]
     unsafe fn insert_in(&mut self, chunk: Chunk, bin: usize) {
+        // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
+        unsafe { assert_a_bin(bin) };
         // SAFETY: a free chunk exists, so a region was claimed and the sink adopted. `chunk` is
         // a free chunk, `old_head` a free chunk or the sink, so both carry link words.
         unsafe {
@@ -154,6 +156,8 @@ impl Bins {
     /// `chunk` is a free chunk filed in `bin`, and its first chunk if `AT_HEAD`.
     #[inline(always)]
     unsafe fn unlink_entry<const AT_HEAD: bool>(&mut self, chunk: Chunk, bin: usize) {
+        // SAFETY: `chunk` is filed in `bin`, so `bin` is a bin.
+        unsafe { assert_a_bin(bin) };
         // SAFETY: `chunk` is listed, so its neighbours are listed chunks or the sink.
         let emptied = unsafe {
             let next = chunk.next_free();
@@ -259,6 +263,8 @@ impl Bins {
     /// As for [`Bins::refile_entry`].
     #[inline(always)]
     unsafe fn relocate<const AT_HEAD: bool>(&mut self, from: Chunk, to: Chunk, bin: usize) {
+        // SAFETY: `from` is filed in `bin`, so `bin` is a bin.
+        unsafe { assert_a_bin(bin) };
         // SAFETY: `from` is listed, so its neighbours are listed chunks or the sink; its links
         // are read before `to`'s are written.
         unsafe {
@@ -436,6 +442,19 @@ impl Bins {
     pub(crate) fn is_marked(&self, bin: usize) -> bool {
         self.occupancy.is_set(bin)
     }
+}
+
+/// Tells the compiler that `bin` indexes the lists and the bitmap, so they need no bounds
+/// check: a release build of the allocator has no panic path.
+///
+/// # Safety
+/// `bin < BIN_SLOTS`: true of every bin this index computes (`bin_of` gives less than
+/// `BIN_COUNT`) or finds (the bitmap names slots below `BIN_SLOTS`), and so of every bin a
+/// chunk is filed in.
+#[inline(always)]
+unsafe fn assert_a_bin(bin: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { core::hint::assert_unchecked(bin < BIN_SLOTS) }
 }
 
 impl Index for Bins {
