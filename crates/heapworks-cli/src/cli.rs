@@ -339,8 +339,8 @@ fn listing() -> String {
             workload.description()
         ));
     }
-    text.push_str("allocators:\n");
-    for allocator in AllocatorId::ALL {
+    text.push_str("allocators (heapworks_hybrid and heapworks_splay only when named):\n");
+    for allocator in AllocatorId::NAMEABLE {
         text.push_str(&format!(
             "  {:<18} {}\n",
             allocator.name(),

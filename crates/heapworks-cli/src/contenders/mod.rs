@@ -57,6 +57,10 @@ use crate::region::Region;
 pub enum AllocatorId {
     /// heapworks, the allocator under test: every ratio is to it.
     Heapworks,
+    /// heapworks on its hybrid free index (exact bins, a splay tree above 2 KiB): opt-in.
+    HeapworksHybrid,
+    /// heapworks on its splay-tree free index: opt-in.
+    HeapworksSplay,
     /// talc: bins + bitmap, tail tag.
     Talc,
     /// rlsf: two-level segregated fit.
@@ -89,10 +93,31 @@ impl AllocatorId {
         AllocatorId::System,
     ];
 
+    /// heapworks on its other free indexes: run only when `--filter` names them.
+    pub const INDEX_VARIANTS: &'static [AllocatorId] =
+        &[AllocatorId::HeapworksHybrid, AllocatorId::HeapworksSplay];
+
+    /// Every contender that `--filter` may name, in the order of the report's columns.
+    pub const NAMEABLE: &'static [AllocatorId] = &[
+        AllocatorId::Heapworks,
+        AllocatorId::HeapworksHybrid,
+        AllocatorId::HeapworksSplay,
+        AllocatorId::Talc,
+        AllocatorId::Rlsf,
+        AllocatorId::Dlmalloc,
+        AllocatorId::Galloc,
+        AllocatorId::LinkedList,
+        AllocatorId::BuddySystem,
+        AllocatorId::BuddyAlloc,
+        AllocatorId::System,
+    ];
+
     /// The name used on the command line, in tables and in result files.
     pub fn name(self) -> &'static str {
         match self {
             AllocatorId::Heapworks => "heapworks",
+            AllocatorId::HeapworksHybrid => "heapworks_hybrid",
+            AllocatorId::HeapworksSplay => "heapworks_splay",
             AllocatorId::Talc => "talc",
             AllocatorId::Rlsf => "rlsf",
             AllocatorId::Dlmalloc => "dlmalloc",
@@ -107,7 +132,9 @@ impl AllocatorId {
     /// The crate and exact version measured (pinned with `=` in this crate's manifest).
     pub fn crate_version(self) -> &'static str {
         match self {
-            AllocatorId::Heapworks => HEAPWORKS_VERSION,
+            AllocatorId::Heapworks | AllocatorId::HeapworksHybrid | AllocatorId::HeapworksSplay => {
+                HEAPWORKS_VERSION
+            }
             AllocatorId::Talc => "talc 5.1.1",
             AllocatorId::Rlsf => "rlsf 0.2.3",
             AllocatorId::Dlmalloc => "dlmalloc 0.2.14",
@@ -121,7 +148,13 @@ impl AllocatorId {
 
     /// Whether the crate comes from crates.io, pinned to an exact version.
     pub fn is_pinned_peer(self) -> bool {
-        !matches!(self, AllocatorId::Heapworks | AllocatorId::System)
+        !matches!(
+            self,
+            AllocatorId::Heapworks
+                | AllocatorId::HeapworksHybrid
+                | AllocatorId::HeapworksSplay
+                | AllocatorId::System
+        )
     }
 
     /// Whether the allocator manages a fixed region (every contender but the system's).
@@ -131,7 +164,7 @@ impl AllocatorId {
 
     /// Looks a contender up by its [`name`](Self::name).
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|id| id.name() == name)
+        Self::NAMEABLE.iter().copied().find(|id| id.name() == name)
     }
 }
 
@@ -300,6 +333,12 @@ pub fn with_allocator<U: UseAllocator>(
 ) -> Result<U::Output, SetupError> {
     match id {
         AllocatorId::Heapworks => run_over::<heapworks::HeapworksHeap, U>(region, heap_len, work),
+        AllocatorId::HeapworksHybrid => {
+            run_over::<heapworks::HeapworksHeap<::heapworks::Hybrid>, U>(region, heap_len, work)
+        }
+        AllocatorId::HeapworksSplay => {
+            run_over::<heapworks::HeapworksHeap<::heapworks::SplayTree>, U>(region, heap_len, work)
+        }
         AllocatorId::Talc => run_over::<talc::TalcHeap, U>(region, heap_len, work),
         AllocatorId::Rlsf => run_over::<rlsf::RlsfHeap, U>(region, heap_len, work),
         AllocatorId::Dlmalloc => run_over::<dlmalloc::DlmallocHeap, U>(region, heap_len, work),
