@@ -339,7 +339,7 @@ fn listing() -> String {
             workload.description()
         ));
     }
-    text.push_str("allocators (heapworks_hybrid and heapworks_splay only when named):\n");
+    text.push_str("allocators (the heapworks_* index variants only when named):\n");
     for allocator in AllocatorId::NAMEABLE {
         text.push_str(&format!(
             "  {:<18} {}\n",

@@ -61,6 +61,8 @@ pub enum AllocatorId {
     HeapworksHybrid,
     /// heapworks on its splay-tree free index: opt-in.
     HeapworksSplay,
+    /// heapworks on classic segregated lists (the baseline index): opt-in.
+    HeapworksSegregated,
     /// talc: bins + bitmap, tail tag.
     Talc,
     /// rlsf: two-level segregated fit.
@@ -94,14 +96,18 @@ impl AllocatorId {
     ];
 
     /// heapworks on its other free indexes: run only when `--filter` names them.
-    pub const INDEX_VARIANTS: &'static [AllocatorId] =
-        &[AllocatorId::HeapworksHybrid, AllocatorId::HeapworksSplay];
+    pub const INDEX_VARIANTS: &'static [AllocatorId] = &[
+        AllocatorId::HeapworksHybrid,
+        AllocatorId::HeapworksSplay,
+        AllocatorId::HeapworksSegregated,
+    ];
 
     /// Every contender that `--filter` may name, in the order of the report's columns.
     pub const NAMEABLE: &'static [AllocatorId] = &[
         AllocatorId::Heapworks,
         AllocatorId::HeapworksHybrid,
         AllocatorId::HeapworksSplay,
+        AllocatorId::HeapworksSegregated,
         AllocatorId::Talc,
         AllocatorId::Rlsf,
         AllocatorId::Dlmalloc,
@@ -118,6 +124,7 @@ impl AllocatorId {
             AllocatorId::Heapworks => "heapworks",
             AllocatorId::HeapworksHybrid => "heapworks_hybrid",
             AllocatorId::HeapworksSplay => "heapworks_splay",
+            AllocatorId::HeapworksSegregated => "heapworks_segregated",
             AllocatorId::Talc => "talc",
             AllocatorId::Rlsf => "rlsf",
             AllocatorId::Dlmalloc => "dlmalloc",
@@ -132,9 +139,10 @@ impl AllocatorId {
     /// The crate and exact version measured (pinned with `=` in this crate's manifest).
     pub fn crate_version(self) -> &'static str {
         match self {
-            AllocatorId::Heapworks | AllocatorId::HeapworksHybrid | AllocatorId::HeapworksSplay => {
-                HEAPWORKS_VERSION
-            }
+            AllocatorId::Heapworks
+            | AllocatorId::HeapworksHybrid
+            | AllocatorId::HeapworksSplay
+            | AllocatorId::HeapworksSegregated => HEAPWORKS_VERSION,
             AllocatorId::Talc => "talc 5.1.1",
             AllocatorId::Rlsf => "rlsf 0.2.3",
             AllocatorId::Dlmalloc => "dlmalloc 0.2.14",
@@ -153,6 +161,7 @@ impl AllocatorId {
             AllocatorId::Heapworks
                 | AllocatorId::HeapworksHybrid
                 | AllocatorId::HeapworksSplay
+                | AllocatorId::HeapworksSegregated
                 | AllocatorId::System
         )
     }
@@ -338,6 +347,10 @@ pub fn with_allocator<U: UseAllocator>(
         }
         AllocatorId::HeapworksSplay => {
             run_over::<heapworks::HeapworksHeap<::heapworks::SplayTree>, U>(region, heap_len, work)
+        }
+        AllocatorId::HeapworksSegregated => {
+            type Segregated = heapworks::HeapworksHeap<::heapworks::SegregatedLists>;
+            run_over::<Segregated, U>(region, heap_len, work)
         }
         AllocatorId::Talc => run_over::<talc::TalcHeap, U>(region, heap_len, work),
         AllocatorId::Rlsf => run_over::<rlsf::RlsfHeap, U>(region, heap_len, work),

@@ -5,37 +5,43 @@
 //! one, and each index is monomorphised into the heap's code, so the default costs what the
 //! heap cost before it had a choice. The indexes:
 //! - [`Bins`] (the default): segregated bins with an occupancy bitmap, TLSF's good fit, a
-//!   bounded best fit for large requests (see [`bins`]);
+//!   bounded best fit for large requests (invariants in `index/bins.rs`);
 //! - [`SplayTree`]: one top-down splay tree keyed by size, chunks of a size already in the tree
-//!   kept in a list hanging from its node, exact best fit (see [`splay`]);
-//! - [`Hybrid`]: the exact bins for small chunks, the splay tree above [`hybrid::TREE_FROM`]
-//!   bytes, as dlmalloc has small bins and tree bins (see [`hybrid`]).
+//!   kept in a list hanging from its node, exact best fit (invariants in `index/splay.rs`);
+//! - [`SegregatedLists`]: the classic baseline, one list per power of two of sizes and no
+//!   bitmap, first fit in the request's own class (invariants in `index/segregated.rs`);
+//! - [`Hybrid`]: the exact bins for small chunks, the splay tree from 2 KiB
+//!   up (1 KiB on 32-bit targets), as dlmalloc has small bins and tree bins (invariants in
+//!   `index/hybrid.rs`).
 //!
 //! Contract every index keeps (the heap relies on it, [`crate::Heap::check`] verifies it
-//! through [`Index::check_filed`] and [`Index::tally`]):
+//! through the index's own checks):
 //! - Each free chunk is filed exactly once, under the size its header gives; nothing else is.
 //! - An index writes only the link words of the chunks it files (the payload words after the
 //!   header, never the header or the footer), and reads a filed chunk's size from its header.
 //!   So the heap may move an entry to a chunk whose header it writes afterwards, and an entry
 //!   taken out (or moved) is read completely before its replacement's links are written.
-//! - [`Index::find`] returns a chunk of at least the size asked for whenever a filed chunk is
+//! - `find` returns a chunk of at least the size asked for whenever a filed chunk is
 //!   that large: a request the largest free chunk can serve never fails.
-//! - A *slot* (a `usize` that [`Index::find`] returns beside a chunk, or [`Index::slot_of`]
+//! - A *slot* (a `usize` that `find` returns beside a chunk, or `slot_of`
 //!   computes from a size) is whatever the index needs to take the entry out again in O(1)
 //!   (a bin for the bins, the size for a tree); it is valid until the index next changes.
 
 pub(crate) mod bins;
 pub(crate) mod hybrid;
+pub(crate) mod list;
+pub(crate) mod segregated;
 pub(crate) mod splay;
 
 pub use bins::Bins;
 pub use hybrid::Hybrid;
+pub use segregated::SegregatedLists;
 pub use splay::SplayTree;
 
 use crate::error::{Corruption, CorruptionKind};
 
-/// A free index a [`crate::Heap`] can be built on: [`Bins`] (the default), [`SplayTree`] or
-/// [`Hybrid`]. Sealed: its methods are the heap's business.
+/// A free index a [`crate::Heap`] can be built on: [`Bins`] (the default), [`SplayTree`],
+/// [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's business.
 pub trait FreeIndex: Index {}
 
 impl<T: Index> FreeIndex for T {}

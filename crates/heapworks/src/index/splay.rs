@@ -1,7 +1,7 @@
 //! [`SplayTree`]: every free chunk in one top-down splay tree keyed by size, exact best fit.
 //!
-//! A free chunk's first four payload words are its links (see [`crate::chunk`]): `next` and
-//! `prev` (as in the bins), then `left` and `right`. Invariants (verified by
+//! A free chunk's first four payload words are its links (see [`crate::index::list`]): `next`
+//! and `prev` (as in the bins), then `left` and `right`. Invariants (verified by
 //! [`crate::Heap::check`]):
 //! - *Tree nodes*: at most one chunk per size is a node of the binary search tree rooted at
 //!   `root`, ordered by size (every size in a node's left subtree is smaller, every size in
@@ -31,6 +31,7 @@
 
 use crate::chunk::{Chunk, GRANULE, IN_USE, MIN_CHUNK, SIZE_MASK, WORD};
 use crate::error::{Corruption, CorruptionKind};
+use crate::index::list::{self, get, link, set, LEFT, NEXT, PREV, RIGHT};
 use crate::index::{fault, mix, Index};
 
 /// The smallest chunk the tree files: header, `next`, `prev`, `left`, `right` and footer.
@@ -40,12 +41,6 @@ const _: () = assert!(
     "one granule above MIN_CHUNK holds two links"
 );
 
-/// Link word numbers, counted in words from the payload.
-const NEXT: usize = 0;
-const PREV: usize = 1;
-const LEFT: usize = 2;
-const RIGHT: usize = 3;
-
 /// A top-down splay tree of free chunks keyed by size, with duplicate lists (see the module
 /// docs). `Heap::<SplayTree>::empty()` builds a heap on it.
 pub struct SplayTree {
@@ -53,37 +48,6 @@ pub struct SplayTree {
     root: Option<Chunk>,
     /// The list of chunks too small for a node.
     smallest: Option<Chunk>,
-}
-
-/// Where link `word` of the free chunk `chunk` lives. Computing the address reads nothing.
-#[inline(always)]
-fn link(chunk: Chunk, word: usize) -> *mut Option<Chunk> {
-    chunk
-        .payload()
-        .as_ptr()
-        .cast::<Option<Chunk>>()
-        .wrapping_add(word)
-}
-
-/// Link `word` of a free chunk.
-///
-/// # Safety
-/// `chunk` is a free chunk with that link word (the first two for any chunk, all four for a
-/// chunk of at least `TREE_MIN` bytes).
-#[inline(always)]
-unsafe fn get(chunk: Chunk, word: usize) -> Option<Chunk> {
-    // SAFETY: forwarded from the caller; `Option<Chunk>` is valid for any word.
-    unsafe { link(chunk, word).read() }
-}
-
-/// Sets link `word` of a free chunk.
-///
-/// # Safety
-/// As for [`get`].
-#[inline(always)]
-unsafe fn set(chunk: Chunk, word: usize, to: Option<Chunk>) {
-    // SAFETY: forwarded from the caller.
-    unsafe { link(chunk, word).write(to) }
 }
 
 /// Top-down splay of the tree rooted at `root` around `key`: returns the new root, the node of
@@ -170,15 +134,11 @@ impl SplayTree {
         // SAFETY: `chunk` and every filed chunk are free chunks with the link words of their
         // size; the tree is consistent.
         unsafe {
-            set(chunk, PREV, None);
             if size < TREE_MIN {
-                set(chunk, NEXT, self.smallest);
-                if let Some(head) = self.smallest {
-                    set(head, PREV, Some(chunk));
-                }
-                self.smallest = Some(chunk);
+                list::push(&mut self.smallest, chunk);
                 return;
             }
+            set(chunk, PREV, None);
             let Some(root) = self.root else {
                 set(chunk, NEXT, None);
                 set(chunk, LEFT, None);
@@ -222,18 +182,15 @@ impl SplayTree {
         // SAFETY: filed chunks are free chunks with the link words of their size; a chunk
         // whose `prev` is null is the head of `smallest` or a tree node (module invariants).
         unsafe {
+            if size < TREE_MIN {
+                list::remove(&mut self.smallest, chunk);
+                return;
+            }
             let next = get(chunk, NEXT);
             if let Some(prev) = get(chunk, PREV) {
                 set(prev, NEXT, next);
                 if let Some(next) = next {
                     set(next, PREV, Some(prev));
-                }
-                return;
-            }
-            if size < TREE_MIN {
-                self.smallest = next;
-                if let Some(next) = next {
-                    set(next, PREV, None);
                 }
                 return;
             }
@@ -469,7 +426,7 @@ impl SplayTree {
         // SAFETY: the checker's walk passed, so the links followed within `limit` entries
         // were read by `tally_from` already.
         unsafe {
-            let mut cursor = if size < TREE_MIN {
+            let first = if size < TREE_MIN {
                 self.smallest
             } else {
                 match self.ceiling(size, limit) {
@@ -477,15 +434,8 @@ impl SplayTree {
                     _ => None,
                 }
             };
-            for _ in 0..limit {
-                let Some(entry) = cursor else { return false };
-                if entry == chunk {
-                    return true;
-                }
-                cursor = get(entry, NEXT);
-            }
+            list::holds(first, chunk, limit)
         }
-        false
     }
 }
 
