@@ -340,7 +340,7 @@ fn listing() -> String {
         ));
     }
     text.push_str("allocators (the heapworks_* index variants only when named):\n");
-    for allocator in AllocatorId::NAMEABLE {
+    for allocator in AllocatorId::nameable() {
         text.push_str(&format!(
             "  {:<18} {}\n",
             allocator.name(),

@@ -32,7 +32,7 @@ pub struct UnknownName(pub String);
 impl fmt::Display for UnknownName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let workloads: Vec<&str> = WorkloadId::ALL.iter().map(|w| w.name()).collect();
-        let allocators: Vec<&str> = AllocatorId::NAMEABLE.iter().map(|a| a.name()).collect();
+        let allocators: Vec<&str> = AllocatorId::nameable().iter().map(|a| a.name()).collect();
         write!(
             f,
             "{}\n  workloads: {}\n  allocators: {}",
@@ -73,7 +73,7 @@ impl Selection {
         }
         Ok(Self {
             workloads: in_canonical_order(workloads, WorkloadId::TIMED, WorkloadId::ALL),
-            allocators: in_canonical_order(allocators, AllocatorId::ALL, AllocatorId::NAMEABLE),
+            allocators: in_canonical_order(allocators, AllocatorId::ALL, &AllocatorId::nameable()),
         })
     }
 

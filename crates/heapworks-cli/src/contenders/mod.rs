@@ -102,21 +102,15 @@ impl AllocatorId {
         AllocatorId::HeapworksSegregated,
     ];
 
-    /// Every contender that `--filter` may name, in the order of the report's columns.
-    pub const NAMEABLE: &'static [AllocatorId] = &[
-        AllocatorId::Heapworks,
-        AllocatorId::HeapworksHybrid,
-        AllocatorId::HeapworksSplay,
-        AllocatorId::HeapworksSegregated,
-        AllocatorId::Talc,
-        AllocatorId::Rlsf,
-        AllocatorId::Dlmalloc,
-        AllocatorId::Galloc,
-        AllocatorId::LinkedList,
-        AllocatorId::BuddySystem,
-        AllocatorId::BuddyAlloc,
-        AllocatorId::System,
-    ];
+    /// Every contender that `--filter` may name, in the order of the report's columns: the
+    /// default ones, then the index variants.
+    pub fn nameable() -> Vec<AllocatorId> {
+        Self::ALL
+            .iter()
+            .chain(Self::INDEX_VARIANTS)
+            .copied()
+            .collect()
+    }
 
     /// The name used on the command line, in tables and in result files.
     pub fn name(self) -> &'static str {
@@ -173,7 +167,11 @@ impl AllocatorId {
 
     /// Looks a contender up by its [`name`](Self::name).
     pub fn from_name(name: &str) -> Option<Self> {
-        Self::NAMEABLE.iter().copied().find(|id| id.name() == name)
+        Self::ALL
+            .iter()
+            .chain(Self::INDEX_VARIANTS)
+            .copied()
+            .find(|id| id.name() == name)
     }
 }
 

@@ -225,7 +225,7 @@ mod tests {
 
     use super::*;
     use crate::chunk::WORD;
-    use crate::Heap;
+    use crate::index::test_heap;
 
     /// Large requests take the exact best fit from the tree, small ones the bins' good fit:
     /// among free chunks of 4, 2.5 and 3 KiB, a request for 2.5 KiB of chunk gets the 2.5 KiB
@@ -233,9 +233,7 @@ mod tests {
     #[test]
     fn large_requests_take_the_best_fit_from_the_tree() {
         let mut memory = vec![0u128; 4096];
-        let mut heap = Heap::<Hybrid>::empty();
-        // SAFETY: `memory` outlives the heap and nothing else uses it.
-        unsafe { heap.claim(memory.as_mut_ptr().cast(), memory.len() * 16) }.unwrap();
+        let mut heap = test_heap::<Hybrid>(&mut memory);
         let payload = |chunk: usize| Layout::from_size_align(chunk - WORD, 8).unwrap();
         let holes: Vec<_> = [4096, 2560, 3072]
             .iter()
@@ -260,9 +258,7 @@ mod tests {
     #[test]
     fn a_large_chunk_in_the_bins_is_reported() {
         let mut memory = vec![0u128; 4096];
-        let mut heap = Heap::<Hybrid>::empty();
-        // SAFETY: `memory` outlives the heap and nothing else uses it.
-        unsafe { heap.claim(memory.as_mut_ptr().cast(), memory.len() * 16) }.unwrap();
+        let mut heap = test_heap::<Hybrid>(&mut memory);
         let block = heap
             .allocate(Layout::from_size_align(5000, 8).unwrap())
             .unwrap();

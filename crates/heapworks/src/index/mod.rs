@@ -52,6 +52,15 @@ pub(crate) fn mix(addr: usize) -> usize {
     (addr ^ (addr >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize)
 }
 
+/// A heap on the index `I` over `memory`, for the indexes' unit tests.
+#[cfg(test)]
+pub(crate) fn test_heap<I: FreeIndex>(memory: &mut [u128]) -> crate::Heap<I> {
+    let mut heap = crate::Heap::<I>::empty();
+    // SAFETY: the tests keep `memory` alive, and untouched, while the heap lives.
+    unsafe { heap.claim(memory.as_mut_ptr().cast(), memory.len() * 16) }.unwrap();
+    heap
+}
+
 /// A corruption of the index at `addr`, outside any bin.
 pub(crate) fn fault<T>(addr: usize, kind: CorruptionKind) -> Result<T, Corruption> {
     Err(Corruption {
@@ -161,7 +170,10 @@ mod sealed {
         ///
         /// # Safety
         /// `chunk` and `slot` came from `good_fit`, and the index has not changed since.
-        unsafe fn unlink_head(&mut self, chunk: Chunk, slot: usize);
+        unsafe fn unlink_head(&mut self, chunk: Chunk, slot: usize) {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.unlink(chunk, slot) }
+        }
 
         /// The entry of the filed chunk `from` (slot `slot`) now stands for a free chunk of
         /// `new_size` bytes at `to` (which may be `from`). Only link words are written; the
@@ -170,20 +182,33 @@ mod sealed {
         /// # Safety
         /// `from` is filed under `slot`; `to`'s link words may overlap `from`'s header but not
         /// its links unless `to == from`; nothing else filed lies in `to`'s span.
-        unsafe fn refile_in(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize);
+        unsafe fn refile_in(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
+            // SAFETY: forwarded from the caller; `from`'s links are all read while it is taken
+            // out, before `to`'s are written.
+            unsafe {
+                self.unlink(from, slot);
+                self.insert(to, new_size);
+            }
+        }
 
         /// [`Index::refile_in`] for a chunk that [`Index::good_fit`] returned.
         ///
         /// # Safety
         /// As for [`Index::refile_in`], with `from` and `slot` from `good_fit`.
-        unsafe fn refile_head(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize);
+        unsafe fn refile_head(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.refile_in(from, slot, to, new_size) }
+        }
 
         /// The filed chunk `chunk`, of `old_size` bytes, now has `new_size` bytes where it
         /// stands (the caller writes its header afterwards).
         ///
         /// # Safety
         /// `chunk` is filed, of `old_size` bytes by its header.
-        unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize);
+        unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.refile_in(chunk, Self::slot_of(old_size), chunk, new_size) }
+        }
 
         /// A filed chunk of at least `size` bytes that is cheap to find, with its slot; for
         /// `size < GOOD_FIT_BELOW`. `None` sends the request to [`Index::search`].

@@ -89,24 +89,6 @@ impl Index for SegregatedLists {
         }
     }
 
-    unsafe fn unlink_head(&mut self, chunk: Chunk, slot: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { Index::unlink(self, chunk, slot) }
-    }
-
-    unsafe fn refile_in(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        // SAFETY: `from`'s links are read while it is taken out, before `to`'s are written.
-        unsafe {
-            Index::unlink(self, from, slot);
-            Index::insert(self, to, new_size);
-        }
-    }
-
-    unsafe fn refile_head(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { Index::refile_in(self, from, slot, to, new_size) }
-    }
-
     unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
         if class_of(old_size) != class_of(new_size) {
             // SAFETY: forwarded from the caller.

@@ -461,30 +461,6 @@ impl Index for SplayTree {
         unsafe { SplayTree::unlink(self, chunk, slot) }
     }
 
-    unsafe fn unlink_head(&mut self, chunk: Chunk, slot: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { SplayTree::unlink(self, chunk, slot) }
-    }
-
-    unsafe fn refile_in(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        // SAFETY: `from`'s links are all read while it is taken out, before `to`'s are
-        // written.
-        unsafe {
-            SplayTree::unlink(self, from, slot);
-            SplayTree::insert(self, to, new_size);
-        }
-    }
-
-    unsafe fn refile_head(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { Index::refile_in(self, from, slot, to, new_size) }
-    }
-
-    unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
-        // SAFETY: as for `refile_in`.
-        unsafe { Index::refile_in(self, chunk, old_size, chunk, new_size) }
-    }
-
     #[inline(always)]
     fn good_fit(&mut self, _size: usize) -> Option<(Chunk, usize)> {
         self.smallest()
@@ -547,7 +523,7 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
-    use crate::Heap;
+    use crate::index::test_heap;
 
     /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated:
     /// the tree, its duplicate lists and the smallest chunks' list all change; the heap is
@@ -555,9 +531,7 @@ mod tests {
     #[test]
     fn duplicates_and_small_chunks_survive_churn() {
         let mut memory = vec![0u128; 8192];
-        let mut heap = Heap::<SplayTree>::empty();
-        // SAFETY: `memory` outlives the heap and nothing else uses it.
-        unsafe { heap.claim(memory.as_mut_ptr().cast(), memory.len() * 16) }.unwrap();
+        let mut heap = test_heap::<SplayTree>(&mut memory);
         let sizes = [8usize, 24, 40, 100, 24, 8, 300, 40, 8, 1000, 100, 24];
         let mut blocks: Vec<_> = (0..60)
             .map(|i| {
@@ -594,9 +568,7 @@ mod tests {
     #[test]
     fn the_search_takes_the_smallest_chunk_that_fits() {
         let mut memory = vec![0u128; 1024];
-        let mut heap = Heap::<SplayTree>::empty();
-        // SAFETY: `memory` outlives the heap and nothing else uses it.
-        unsafe { heap.claim(memory.as_mut_ptr().cast(), memory.len() * 16) }.unwrap();
+        let mut heap = test_heap::<SplayTree>(&mut memory);
         let payload = |chunk: usize| Layout::from_size_align(chunk - WORD, 8).unwrap();
         let separator = payload(MIN_CHUNK);
         let holes: Vec<_> = [96, 160, 112]
@@ -620,9 +592,7 @@ mod tests {
     #[test]
     fn a_node_marked_as_duplicate_is_reported() {
         let mut memory = vec![0u128; 1024];
-        let mut heap = Heap::<SplayTree>::empty();
-        // SAFETY: `memory` outlives the heap and nothing else uses it.
-        unsafe { heap.claim(memory.as_mut_ptr().cast(), memory.len() * 16) }.unwrap();
+        let mut heap = test_heap::<SplayTree>(&mut memory);
         let block = heap
             .allocate(Layout::from_size_align(200, 8).unwrap())
             .unwrap();
