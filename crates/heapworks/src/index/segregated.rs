@@ -23,9 +23,11 @@ const CLASSES: usize = (usize::BITS - MIN_CHUNK.trailing_zeros()) as usize;
 /// The class of a chunk of `size` bytes (`size >= MIN_CHUNK`).
 #[inline(always)]
 fn class_of(size: usize) -> usize {
-    let class = (size.ilog2() - MIN_CHUNK.trailing_zeros()) as usize;
-    // SAFETY: `size >= MIN_CHUNK` gives a class of at least 0 and `ilog2 < usize::BITS` one
-    // below CLASSES, so the lists need no bounds check.
+    // `| MIN_CHUNK` changes no size's class and shows the compiler a non-zero operand, so
+    // `ilog2` keeps no panic path.
+    let class = ((size | MIN_CHUNK).ilog2() - MIN_CHUNK.trailing_zeros()) as usize;
+    // SAFETY: the operand is at least MIN_CHUNK, so the class is at least 0, and `ilog2 <
+    // usize::BITS` makes it below CLASSES: the lists need no bounds check.
     unsafe { core::hint::assert_unchecked(class < CLASSES) };
     class
 }
