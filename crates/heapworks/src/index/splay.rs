@@ -539,17 +539,18 @@ mod tests {
                 heap.allocate(layout).unwrap()
             })
             .collect();
-        let mut state = 7usize;
+        let mut state = 7u64;
         while !blocks.is_empty() {
             state = state
                 .wrapping_mul(6_364_136_223_846_793_005)
                 .wrapping_add(1);
-            let block = blocks.swap_remove((state >> 33) % blocks.len());
+            let block = blocks.swap_remove((state >> 33) as usize % blocks.len());
             // SAFETY: every block is live and freed once.
             unsafe { heap.free(block) };
             heap.check().unwrap();
             if state & 3 == 0 {
-                let layout = Layout::from_size_align(sizes[state % sizes.len()], 8).unwrap();
+                let size = sizes[(state >> 40) as usize % sizes.len()];
+                let layout = Layout::from_size_align(size, 8).unwrap();
                 blocks.push(heap.allocate(layout).unwrap());
                 heap.check().unwrap();
             }
