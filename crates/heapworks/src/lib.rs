@@ -15,7 +15,7 @@
 //!   validates every pointer handed back.
 //!
 //! [`Heap`] is the unsynchronized engine, generic over its free index ([`Bins`] by default;
-//! [`SplayTree`] and [`Hybrid`] are the others, see [`index`]). [`LockedHeap`] (feature `lock_api`, on by default)
+//! [`SplayTree`], [`Hybrid`] and [`SegregatedLists`] are the others, see [`index`]). [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
 //! [`UnsyncHeap`] serves single-threaded programs without a lock. On single-core
 //! microcontrollers whose interrupt handlers allocate, `CriticalSectionHeap` (feature
