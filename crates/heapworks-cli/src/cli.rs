@@ -1,12 +1,15 @@
 //! The command line: `heapworks bench`, `heapworks report`, `heapworks trace` and
 //! `heapworks replay` (the last two in [`crate::trace_commands`]).
 
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::catalog;
 use crate::contenders::AllocatorId;
 use crate::gate;
 use crate::instructions;
@@ -14,21 +17,33 @@ use crate::malloc_bench::libraries::{self, CMalloc};
 use crate::malloc_bench::{self, MallocSelection, MallocWorkload};
 use crate::options::{parse_duration, parse_tolerance, parse_trials};
 use crate::pool_bench::{self, PoolSelection};
+use crate::progress::progress_bar;
 use crate::replay;
-use crate::report::{self, table, Outputs};
+use crate::report::{self, summary, table, Outputs};
+use crate::report_dir::default_report_dir;
 use crate::results::Results;
 use crate::runner::{self, Selection};
 use crate::torture::{self, TortureArgs};
 use crate::trace_commands::{self, ReplayArgs, TraceArgs};
 use crate::workloads::{Config, Scale, WorkloadId};
+use heapworks_bench::registry::Registry;
 
-/// Default directory of the HTML report.
-pub const DEFAULT_REPORT_DIR: &str = "target/heapworks-report";
+/// `heapworks --version`: the crate's version and the git revision it was built from.
+pub fn version() -> &'static str {
+    static VERSION: OnceLock<String> = OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!(
+            "{} (revision {})",
+            env!("CARGO_PKG_VERSION"),
+            heapworks_bench::REVISION
+        )
+    })
+}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "heapworks",
-    version,
+    version = version(),
     about = "heapworks and its peers, side by side"
 )]
 struct Cli {
@@ -53,13 +68,20 @@ enum Command {
     Torture(TortureArgs),
     /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
     #[command(hide = true, name = "instructions-probe")]
-    InstructionsProbe(instructions::ProbeArgs),
+    InstructionsProbe(ProbeCommandLine),
     /// Internal: one trace replay, run under valgrind by `replay --instructions`.
     #[command(hide = true, name = "replay-probe")]
-    ReplayProbe(replay::ProbeArgs),
+    ReplayProbe(ProbeCommandLine),
     /// Internal: one get-fill-drop measurement, run under a preloaded malloc by `bench --pool`.
     #[command(hide = true, name = "pool-probe")]
     PoolProbe(pool_bench::peers::ProbeArgs),
+}
+
+/// The arguments of a hidden probe command, read by the engine (which writes them).
+#[derive(Debug, Args)]
+struct ProbeCommandLine {
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -120,9 +142,10 @@ struct BenchArgs {
 struct ReportArgs {
     /// A results file written by `heapworks bench --json` (or the report's results.json).
     results: PathBuf,
-    /// Directory of the HTML report.
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
-    out: PathBuf,
+    /// Directory of the HTML report (default: $XDG_CACHE_HOME/heapworks/reports/report, else
+    /// ~/.cache/heapworks/reports/report, else <temp dir>/heapworks/reports/report).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
 }
 
 /// Parses the command line and runs it; the process's exit code.
@@ -138,8 +161,12 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => trace_commands::trace(args),
         Command::Replay(args) => trace_commands::replay(args),
         Command::Torture(args) => torture::torture(args),
-        Command::InstructionsProbe(args) => instructions::probe(&args).map_err(|e| e.to_string()),
-        Command::ReplayProbe(args) => replay::probe(&args),
+        Command::InstructionsProbe(probe) => instructions::ProbeArgs::parse(&probe.args)
+            .and_then(|args| instructions::probe(&args))
+            .map_err(|e| e.to_string()),
+        Command::ReplayProbe(probe) => {
+            replay::ProbeArgs::parse(&probe.args).and_then(|args| replay::probe(&args))
+        }
         Command::PoolProbe(args) => pool_bench::peers::probe(&args),
     };
     match outcome {
@@ -160,21 +187,27 @@ pub struct OutputArgs {
     /// Also write the results as CSV.
     #[arg(long, value_name = "PATH")]
     csv: Option<PathBuf>,
-    /// Directory of the HTML report.
-    #[arg(long, value_name = "DIR", default_value = DEFAULT_REPORT_DIR)]
-    out: PathBuf,
+    /// Directory of the HTML report (default: $XDG_CACHE_HOME/heapworks/reports/<command>, else
+    /// ~/.cache/heapworks/reports/<command>, else <temp dir>/heapworks/reports/<command>).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
     /// Do not write the HTML report.
     #[arg(long)]
     no_html: bool,
 }
 
 impl OutputArgs {
-    /// The files and directory these options ask for.
-    pub fn outputs(&self) -> Outputs {
+    /// The files and directory these options ask for, the report of `command` going to its
+    /// [`default_report_dir`] without `--out`.
+    pub fn outputs(&self, command: &str) -> Outputs {
+        let html_dir = self
+            .out
+            .clone()
+            .unwrap_or_else(|| default_report_dir(command));
         Outputs {
             json: self.json.clone(),
             csv: self.csv.clone(),
-            html_dir: (!self.no_html).then(|| self.out.clone()),
+            html_dir: (!self.no_html).then_some(html_dir),
         }
     }
 }
@@ -193,7 +226,7 @@ fn bench(args: BenchArgs) -> Result<(), String> {
         filter.push(WorkloadId::Instructions.name().to_string());
     }
     let selection = Selection::from_filter(&filter).map_err(|e| e.to_string())?;
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
     if selection.wants_instructions() {
         instructions::check_valgrind().map_err(|e| e.to_string())?;
@@ -201,8 +234,8 @@ fn bench(args: BenchArgs) -> Result<(), String> {
     if cfg!(debug_assertions) {
         eprintln!("warning: debug build; timings are not meaningful (use `cargo run --release`)");
     }
-    let results = run_selection(&config, &selection)?;
-    publish(&results, &outputs)?;
+    let mut results = run_selection(&config, &selection)?;
+    publish(&mut results, &outputs)?;
     match baseline {
         Some(baseline) => apply_gate(&results, &baseline, args.tolerance),
         None => Ok(()),
@@ -216,38 +249,45 @@ fn bench_malloc(args: &BenchArgs) -> Result<(), String> {
         filter.push(MallocWorkload::Instructions.name().to_string());
     }
     let selection = MallocSelection::from_filter(&filter)?;
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
-    let progress = runner::progress_bar(0);
+    let progress = progress_bar(0);
     let results = malloc_bench::run(&config_of(args), &selection, &args.malloc_lib, &progress);
     progress.finish_and_clear();
-    let results = results?;
+    let mut results = results?;
     for note in malloc_bench::failure_notes(&results) {
         eprintln!("note: {note}");
     }
-    publish(&results, &outputs)
+    publish(&mut results, &outputs)
 }
 
 /// `bench --pool`: heapworks-pool against fresh allocations.
 fn bench_pool(args: &BenchArgs) -> Result<(), String> {
     let selection = PoolSelection::from_filter(&args.filter)?;
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
-    let progress = runner::progress_bar(0);
-    let results = pool_bench::run(&config_of(args), &selection, &progress);
+    let progress = progress_bar(0);
+    let mut results = pool_bench::run(&config_of(args), &selection, &progress);
     progress.finish_and_clear();
     let notes = pool_bench::failure_notes(&results);
     for note in notes.iter().chain(&pool_bench::targets::notes(&results)) {
         eprintln!("note: {note}");
     }
-    publish(&results, &outputs)
+    publish(&mut results, &outputs)
 }
 
-/// Prints the table and writes the files of `outputs`.
-fn publish(results: &Results, outputs: &Outputs) -> Result<(), String> {
+/// Describes the workloads of `results` ([`catalog::annotate`]), prints the table, writes the
+/// files of `outputs`, and ends with the at-a-glance summary (coloured on a terminal).
+pub fn publish(results: &mut Results, outputs: &Outputs) -> Result<(), String> {
+    catalog::annotate(results);
+    let results = &*results;
     print!("{}", table::render(results));
     outputs.write(results).map_err(|e| e.to_string())?;
     announce(outputs);
+    print!(
+        "{}",
+        summary::render_text(results, std::io::stdout().is_terminal())
+    );
     Ok(())
 }
 
@@ -275,7 +315,7 @@ fn apply_gate(results: &Results, baseline: &Results, tolerance: f64) -> Result<(
 }
 
 fn run_selection(config: &Config, selection: &Selection) -> Result<Results, String> {
-    let progress = runner::progress_bar(0);
+    let progress = progress_bar(0);
     let results = runner::run(config, selection, &progress);
     progress.finish_and_clear();
     results
@@ -306,13 +346,17 @@ pub fn announce(outputs: &Outputs) {
 }
 
 fn rerender(args: &ReportArgs) -> Result<(), String> {
-    let results = read_results(&args.results)?;
+    let mut results = read_results(&args.results)?;
     let outputs = Outputs {
-        html_dir: Some(args.out.clone()),
+        html_dir: Some(
+            args.out
+                .clone()
+                .unwrap_or_else(|| default_report_dir("report")),
+        ),
         ..Outputs::default()
     };
     outputs.check_writable().map_err(|e| e.to_string())?;
-    publish(&results, &outputs)
+    publish(&mut results, &outputs)
 }
 
 /// Largest results file `report` and `--gate` read (128 MiB, about 450 000 records).
@@ -331,38 +375,13 @@ fn read_results(path: &Path) -> Result<Results, String> {
 }
 
 fn listing() -> String {
-    let mut text = String::from("workloads:\n");
-    for workload in WorkloadId::ALL {
-        text.push_str(&format!(
-            "  {:<18} {}\n",
-            workload.name(),
-            workload.description()
-        ));
-    }
-    text.push_str("allocators (the heapworks_* index variants only when named):\n");
-    for allocator in AllocatorId::nameable() {
-        text.push_str(&format!(
-            "  {:<18} {}\n",
-            allocator.name(),
-            allocator.crate_version()
-        ));
-    }
-    text.push_str("bench --malloc workloads:\n");
-    for workload in MallocWorkload::ALL {
-        text.push_str(&format!(
-            "  {:<19} {}\n",
-            workload.name(),
-            workload.description()
-        ));
-    }
-    text.push_str("bench --malloc mallocs:\n");
-    for malloc in CMalloc::ALL {
-        let source = malloc
-            .debian_package()
-            .unwrap_or("libheapworks_malloc.so of this workspace");
-        text.push_str(&format!("  {:<19} {source}\n", malloc.name()));
-    }
-    text
+    format!(
+        "workloads:\n{}allocators:\n{}bench --malloc workloads:\n{}bench --malloc mallocs:\n{}",
+        WorkloadId::listing(18),
+        AllocatorId::listing(18),
+        MallocWorkload::listing(19),
+        CMalloc::listing(19)
+    )
 }
 
 #[cfg(test)]

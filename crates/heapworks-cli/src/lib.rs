@@ -1,37 +1,38 @@
-//! `heapworks bench`: heapworks and its peers on identical workloads, side by side.
+//! The `heapworks` command: a thin layer of command line, progress bar and rendering over the
+//! benchmark engine [`heapworks_bench`], plus the benchmarks that drive C mallocs and the
+//! buffer pool in child processes.
 //!
-//! - [`contenders`]: the allocator registry; every allocator over the same pre-touched
-//!   [`region`], behind the same lock, as a `GlobalAlloc`.
-//! - [`workloads`]: one module per workload, each named for what it measures.
-//! - [`instructions`]: instruction counts per call under valgrind (the regression gate).
+//! - [`cli`]: the command line; [`options`]: its numeric options, parsed and bounded.
+//! - [`progress`]: the terminal progress bar the engine reports to.
+//! - [`report`]: the results model's table, JSON, CSV and HTML forms, opening (HTML) and ending
+//!   (terminal) with the at-a-glance summary; [`report_dir`]: where the HTML report goes
+//!   without `--out`.
+//! - [`catalog`]: what each workload measures and how it is drawn, written into the results.
 //! - [`gate`]: the instruction-count regression gate against a baseline results file.
-//! - [`options`]: the numeric command-line options, parsed and bounded.
-//! - [`runner`]: plans cases, interleaves trials allocator by allocator, aggregates medians.
-//! - [`results`] and [`report`]: the result model and its table, JSON, CSV and HTML forms.
-//! - [`replay`] and [`trace_commands`]: allocation traces of real programs (`heapworks trace`)
-//!   replayed on every contender (`heapworks replay`, the `traces` workload).
-//! - [`malloc_bench`]: `heapworks bench --malloc`, heapworks-malloc against the C mallocs
-//!   (glibc, mimalloc, jemalloc, tcmalloc) preloaded into the same programs.
+//! - [`trace_commands`]: `heapworks trace` and `heapworks replay`.
+//! - [`malloc_bench`] (the crate `heapworks-malloc-bench`, beside its C drivers): `heapworks
+//!   bench --malloc`, heapworks-malloc against the C mallocs (glibc, mimalloc, jemalloc,
+//!   tcmalloc) preloaded into the same programs.
 //! - [`torture`]: `heapworks torture`, the malloc torture test (contract, threads, fork,
 //!   exhaustion, seed 004's patterns, misuse) against the same mallocs and the arenas.
 //! - [`pool_bench`]: `heapworks bench --pool`, heapworks-pool against fresh allocations,
 //!   inline and in shared memory.
+//!
+//! The engine's modules are re-exported under their old paths (`heapworks_cli::contenders`, …)
+//! so that code written against this crate keeps compiling.
 
+pub use heapworks_bench::{
+    contenders, instructions, region, replay, results, rng, runner, stats, timing, workloads,
+};
+pub use heapworks_malloc_bench as malloc_bench;
+
+pub mod catalog;
 pub mod cli;
-pub mod contenders;
 pub mod gate;
-pub mod instructions;
-pub mod malloc_bench;
 pub mod options;
 pub mod pool_bench;
-pub mod region;
-pub mod replay;
+pub mod progress;
 pub mod report;
-pub mod results;
-pub mod rng;
-pub mod runner;
-pub mod stats;
-pub mod timing;
+pub mod report_dir;
 pub mod torture;
 pub mod trace_commands;
-pub mod workloads;

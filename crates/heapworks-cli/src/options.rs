@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use heapworks_bench::region::physical_memory;
 use heapworks_trace::model::MAX_OPS;
 
 /// Most trials per case and allocator (`--trials`).
@@ -109,21 +110,6 @@ fn parse_bytes(text: &str) -> Result<usize, String> {
         Some(0) => Err("the heap must not be empty".to_string()),
         Some(bytes) => Ok(bytes),
         None => Err(format!("`{text}` is too large")),
-    }
-}
-
-/// Bytes of physical memory (`u64::MAX` if the system does not say).
-pub fn physical_memory() -> u64 {
-    // SAFETY: sysconf only reads system configuration.
-    let (pages, page_size) = unsafe {
-        (
-            libc::sysconf(libc::_SC_PHYS_PAGES),
-            libc::sysconf(libc::_SC_PAGESIZE),
-        )
-    };
-    match (u64::try_from(pages), u64::try_from(page_size)) {
-        (Ok(pages), Ok(page_size)) if pages > 0 => pages.saturating_mul(page_size),
-        _ => u64::MAX,
     }
 }
 

@@ -3,28 +3,28 @@
 //!
 //! `replay` reads and validates every trace before it replays any, so a truncated or corrupt
 //! file, or a request no allocator could be asked for (a size past `isize::MAX`), stops the
-//! run at once with its path and byte offset, line or request. Each trace replays on each allocator
-//! once, in a fresh heap; out-of-memory and `--check` failures fail their cells and the run
-//! carries on (a `--check` failure still ends with a non-zero exit).
+//! run at once with its path and byte offset, line or request. Each trace replays `--trials`
+//! times on each allocator, interleaved as `bench` does (each trial replays on every allocator
+//! in turn), each time in a fresh heap; cells are medians with their spread. Out-of-memory and
+//! `--check` failures fail their cells and the run carries on (a `--check` failure still ends
+//! with a non-zero exit).
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 
 use clap::Args;
 use heapworks_trace::capture::{self, CaptureOptions, CaptureSummary};
-use heapworks_trace::replay::{validate, OpRange, ReplayOptions};
+use heapworks_trace::replay::{validate, OpRange, ReplayOptions, ReplayReport};
 use heapworks_trace::Trace;
-use indicatif::ProgressBar;
 
-use crate::cli::{announce, OutputArgs};
+use crate::cli::{publish, OutputArgs};
 use crate::contenders::AllocatorId;
 use crate::instructions::{self, ProbeJob};
-use crate::options::{parse_max_ops, parse_size};
+use crate::options::{parse_max_ops, parse_size, parse_trials};
+use crate::progress::{progress_bar, Bar};
 use crate::region::Region;
-use crate::replay::{self, ReplaySpec};
-use crate::report::table;
+use crate::replay::{self, ReplayFailure, ReplaySpec};
 use crate::results::{Cell, Environment, Results, REPLAY_SCALE};
-use crate::runner;
 use crate::workloads::{Config, Scale, WorkloadId};
 
 /// Arguments of `heapworks trace`.
@@ -90,6 +90,9 @@ fn capture_summary(summary: &CaptureSummary) -> String {
     text
 }
 
+/// Trials per trace and allocator of `heapworks replay` without `--trials` (as `bench`).
+pub const DEFAULT_REPLAY_TRIALS: usize = 3;
+
 /// Arguments of `heapworks replay`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
@@ -114,6 +117,10 @@ pub struct ReplayArgs {
     /// 4 × the trace's peak live bytes, at least 8 MiB and at most 1 GiB).
     #[arg(long, value_name = "SIZE", value_parser = parse_size)]
     heap: Option<usize>,
+    /// Timed replays per trace and allocator, at most 1000 (default 3), interleaved: each
+    /// trial replays on every allocator in turn; cells are medians with their spread.
+    #[arg(long, value_parser = parse_trials, default_value_t = DEFAULT_REPLAY_TRIALS)]
+    trials: usize,
     #[command(flatten)]
     output: OutputArgs,
 }
@@ -129,7 +136,7 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
             end: Some(pair[1]),
         })
         .collect();
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("replay");
     outputs.check_writable().map_err(|e| e.to_string())?;
     if args.instructions {
         instructions::check_valgrind().map_err(|e| e.to_string())?;
@@ -143,11 +150,12 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     for (path, trace) in &traces {
         validate(trace, &options).map_err(|e| format!("cannot replay {}: {e}", path.display()))?;
     }
-    let progress = runner::progress_bar((traces.len() * allocators.len()) as u64);
+    let progress = progress_bar((traces.len() * allocators.len() * args.trials) as u64);
     let run = Run {
         ranges: &ranges,
         check: args.check,
         heap: args.heap,
+        trials: args.trials,
         allocators: &allocators,
         progress: &progress,
     };
@@ -159,13 +167,11 @@ pub fn replay(args: ReplayArgs) -> Result<(), String> {
     progress.finish_and_clear();
     let (mut cells, check_failures) = replayed?;
     cells.extend(counted?);
-    let results = Results {
-        environment: replay_environment(&allocators),
+    let mut results = Results {
+        environment: replay_environment(&allocators, args.trials),
         cells,
     };
-    print!("{}", table::render(&results));
-    outputs.write(&results).map_err(|e| e.to_string())?;
-    announce(&outputs);
+    publish(&mut results, &outputs)?;
     match check_failures.as_slice() {
         [] => Ok(()),
         failures => Err(format!("--check failed:\n  {}", failures.join("\n  "))),
@@ -200,10 +206,10 @@ fn parse_allocators(names: &[String]) -> Result<Vec<AllocatorId>, String> {
         .collect()
 }
 
-/// The environment block of a replay: one trial per cell, no time box.
-fn replay_environment(allocators: &[AllocatorId]) -> Environment {
+/// The environment block of a replay: `trials` per cell, no time box.
+fn replay_environment(allocators: &[AllocatorId], trials: usize) -> Environment {
     let config = Config {
-        trials: 1,
+        trials,
         duration: std::time::Duration::ZERO,
         ..Config::at_scale(Scale::Default, 0)
     };
@@ -218,8 +224,9 @@ struct Run<'a> {
     ranges: &'a [OpRange],
     check: bool,
     heap: Option<usize>,
+    trials: usize,
     allocators: &'a [AllocatorId],
-    progress: &'a ProgressBar,
+    progress: &'a Bar,
 }
 
 /// Cells, and the `--check` failures to end the run with.
@@ -247,10 +254,9 @@ impl Run<'_> {
             }
             .map_err(|e| e.to_string())?;
             let name = replay::trace_name(path);
-            for &allocator in self.allocators {
-                self.progress.set_message(format!("{name} · {allocator}"));
-                let outcome = replay::replay_on(allocator, region, &spec);
-                match &outcome {
+            let outcomes = self.replay_trials(&name, region, &spec);
+            for (&allocator, outcome) in self.allocators.iter().zip(&outcomes) {
+                match outcome {
                     Err(failure) if failure.is_trace_fault() => {
                         return Err(format!("{}: {failure}", path.display()))
                     }
@@ -259,11 +265,36 @@ impl Run<'_> {
                     }
                     _ => {}
                 }
-                cells.extend(replay::cells(&name, &spec, allocator, &outcome));
-                self.progress.inc(1);
+                cells.extend(replay::cells(&name, &spec, allocator, outcome));
             }
         }
         Ok((cells, check_failures))
+    }
+
+    /// Every trial of one trace, interleaved: each trial replays on every allocator in turn,
+    /// in a fresh heap. An allocator that fails stops there (its failure is its outcome); a
+    /// trace fault stops the trace at once.
+    fn replay_trials(
+        &self,
+        name: &str,
+        region: &mut Region,
+        spec: &ReplaySpec<'_>,
+    ) -> Vec<Result<Vec<ReplayReport>, ReplayFailure>> {
+        let mut outcomes: Vec<Result<Vec<ReplayReport>, ReplayFailure>> =
+            self.allocators.iter().map(|_| Ok(Vec::new())).collect();
+        for _ in 0..self.trials {
+            for (&allocator, outcome) in self.allocators.iter().zip(&mut outcomes) {
+                self.progress.set_message(format!("{name} · {allocator}"));
+                self.progress.inc(1);
+                let Ok(reports) = outcome else { continue };
+                match replay::replay_on(allocator, region, spec) {
+                    Ok(report) => reports.push(report),
+                    Err(failure) if failure.is_trace_fault() => return vec![Err(failure)],
+                    Err(failure) => *outcome = Err(failure),
+                }
+            }
+        }
+        outcomes
     }
 
     fn count_instructions(&self, traces: &[(PathBuf, Trace)]) -> Result<Vec<Cell>, String> {

@@ -126,6 +126,7 @@ fn tiny_run_writes_every_output_and_the_report_rerenders() {
         !page.contains("<script") && !page.contains("src=\"http"),
         "self-contained"
     );
+    assert_glance_summary(&page, &table);
 
     let rerendered = dir.join("rerendered");
     let output = heapworks(&[
@@ -500,7 +501,10 @@ fn replay_report_plots_interval_average_and_utilization() {
     ] {
         assert!(page.contains(case), "{case} missing");
     }
-    assert!(page.contains("<h1>heapworks replay</h1>") && page.contains("one replay per cell"));
+    assert!(
+        page.contains("<h1>heapworks replay</h1>")
+            && page.contains("3 trials per cell, interleaved")
+    );
     assert!(page.contains("<svg") && page.contains("</html>"));
 }
 
@@ -970,6 +974,7 @@ fn failed_cells_say_why_under_the_table() {
         .lines()
         .skip_while(|line| !line.starts_with("failed cells (2):"))
         .skip(1)
+        .take_while(|line| !line.is_empty())
         .collect();
     assert_eq!(reasons.len(), 2, "the timed range and the trace: {table}");
     for reason in reasons {
@@ -1031,4 +1036,189 @@ fn pool_bench_refuses_bad_options_before_running() {
     );
     let both = heapworks(&["bench", "--pool", "--malloc", "--json", json]);
     assert_refused(&both, "--malloc", &dir);
+}
+
+/// The standard output of `heapworks ARGS`, which must succeed.
+fn stdout_of_success(args: &[&str]) -> String {
+    let output = heapworks(args);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    text(&output.stdout)
+}
+
+/// Runs `heapworks ARGS` in `cwd` with `XDG_CACHE_HOME` set to `cache`.
+fn heapworks_in(cwd: &Path, cache: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_heapworks"))
+        .args(args)
+        .current_dir(cwd)
+        .env("XDG_CACHE_HOME", cache)
+        .output()
+        .expect("binary runs")
+}
+
+#[test]
+fn version_names_the_crate_version_and_the_revision() {
+    let output = heapworks(&["--version"]);
+    assert!(output.status.success());
+    let version = text(&output.stdout);
+    assert!(
+        version.starts_with(&format!(
+            "heapworks {} (revision ",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{version}"
+    );
+    let head = Command::new("git")
+        .args([
+            "-C",
+            env!("CARGO_MANIFEST_DIR"),
+            "rev-parse",
+            "--short=12",
+            "HEAD",
+        ])
+        .output();
+    match head {
+        Ok(head) if head.status.success() => {
+            let head = text(&head.stdout);
+            assert!(version.contains(head.trim()), "{version} is not at {head}");
+        }
+        _ => assert!(
+            version.contains("not built from a git checkout"),
+            "{version}"
+        ),
+    }
+}
+
+#[test]
+fn replay_usage_shows_alloc_as_optional_and_defaults_to_every_allocator() {
+    let help = text(&heapworks(&["replay", "--help"]).stdout);
+    let usage = help.lines().find(|l| l.starts_with("Usage:")).unwrap();
+    assert_eq!(usage, "Usage: heapworks replay [OPTIONS] <TRACE>...");
+    let refused = text(&heapworks(&["replay"]).stderr);
+    assert!(!refused.contains("--alloc"), "{refused}");
+    let trace = corpus("realloc-free-10k.script");
+    let table = stdout_of_success(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--trials",
+        "1",
+        "--no-html",
+    ]);
+    let header = table
+        .lines()
+        .find(|l| l.trim_start().starts_with("case"))
+        .unwrap();
+    for allocator in ["talc", "rlsf", "dlmalloc", "linked_list", "system"] {
+        assert!(header.contains(allocator), "{allocator} missing: {header}");
+    }
+}
+
+#[test]
+fn replay_trials_are_bounded_interleaved_and_summarized() {
+    for (bad, needle) in [
+        ("0", "at least 1"),
+        ("1001", "at most 1000"),
+        ("x", "not a number"),
+    ] {
+        let output = heapworks(&["replay", "--trials", bad, "t.hwt"]);
+        assert!(!output.status.success());
+        assert!(text(&output.stderr).contains(needle), "{bad}");
+    }
+    let dir = scratch("replay-trials");
+    let json = dir.join("r.json");
+    let trace = corpus("realloc-free-10k.script");
+    stdout_of_success(&[
+        "replay",
+        trace.to_str().unwrap(),
+        "--alloc",
+        "heapworks,talc",
+        "--trials",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+        "--no-html",
+    ]);
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let cells: Vec<&serde_json::Value> = records
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["workload"] == "traces")
+        .collect();
+    assert_eq!(cells.len(), 2 * 6, "3 time and 3 memory metrics each");
+    for cell in cells {
+        assert_eq!(cell["trials"], 4, "{cell}");
+        let (min, max) = (cell["min"].as_f64().unwrap(), cell["max"].as_f64().unwrap());
+        let median = cell["value"].as_f64().unwrap();
+        assert!(min <= median && median <= max, "{cell}");
+    }
+}
+
+#[test]
+fn reports_go_to_the_cache_directory_not_the_current_one() {
+    let dir = scratch("default-report-dir");
+    let (cwd, cache) = (dir.join("cwd"), dir.join("cache"));
+    std::fs::create_dir_all(&cwd).unwrap();
+    let trace = corpus("realloc-free-10k.script");
+    let runs: [(&str, Vec<&str>); 2] = [
+        (
+            "replay",
+            vec![
+                "replay",
+                trace.to_str().unwrap(),
+                "--alloc",
+                "heapworks",
+                "--trials",
+                "1",
+            ],
+        ),
+        (
+            "bench",
+            vec!["bench", "--quick", "--filter", "latency,heapworks"],
+        ),
+    ];
+    for (command, args) in runs {
+        let output = heapworks_in(&cwd, &cache, &args);
+        assert!(output.status.success(), "{}", text(&output.stderr));
+        let report = cache
+            .join("heapworks/reports")
+            .join(command)
+            .join("index.html");
+        assert!(report.is_file(), "{} missing", report.display());
+        assert!(text(&output.stderr).contains(report.to_str().unwrap()));
+    }
+    assert_eq!(
+        entries(&cwd),
+        Vec::<String>::new(),
+        "nothing in the current directory"
+    );
+}
+
+/// The report opens with the at-a-glance summary, every row of it linked to a row of the
+/// detail tables, and the terminal run ends with the same rows.
+fn assert_glance_summary(page: &str, table: &str) {
+    let glance = page.find("<section id=\"glance\">").expect("a summary");
+    let environment = page.find("<div class=\"env\">").unwrap();
+    assert!(glance < environment, "the summary comes first");
+    let end = glance + page[glance..].find("</section>").unwrap();
+    let summary = &page[glance..end];
+    let links: Vec<&str> = summary
+        .split("href=\"#")
+        .skip(1)
+        .map(|rest| &rest[..rest.find('"').unwrap()])
+        .collect();
+    assert!(!links.is_empty(), "{summary}");
+    for link in &links {
+        assert!(
+            page.contains(&format!("<tr id=\"{link}\">")),
+            "{link} leads nowhere"
+        );
+    }
+    let verdicts = ["class=\"win\"", "class=\"tie\"", "class=\"loss\""];
+    let rows: usize = verdicts.iter().map(|v| summary.matches(v).count()).sum();
+    assert_eq!(rows, links.len(), "every row is a win, a tie or a loss");
+    let (_, terminal) = table
+        .split_once("at a glance: heapworks")
+        .expect("terminal summary");
+    assert_eq!(terminal.lines().skip(1).count(), links.len(), "{terminal}");
 }

@@ -9,8 +9,10 @@
 //!   transparent huge pages asked for by `madvise` on buffers of 2 MiB and more).
 //! - [`SharedMemory`]: one `memfd_create` file per buffer, mapped `MAP_SHARED`, so that
 //!   another process can map the same pages from its descriptor
-//!   ([`ShmHandle`], [`SharedMapping`]).
+//!   ([`ShmHandle`], [`SharedMapping`]); a handle travels to another process over a Unix
+//!   socket with its descriptor ([`ShmHandle::send_over`], [`ShmHandle::receive_from`]).
 
+mod handoff;
 mod inline;
 mod shared;
 
@@ -19,6 +21,7 @@ use std::fmt;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
 
+pub use handoff::ReceivedHandle;
 pub use inline::Inline;
 pub use shared::{SharedMapping, SharedMemory, ShmHandle};
 

@@ -165,7 +165,7 @@ impl Cache {
     /// A cached region of a class near `class` for recycling: the most recent one of the
     /// first non-empty class among `class + 1`, `class - 1`, `class + 2`, … up to `reach`
     /// classes away whose class passes `recyclable` (larger ones first at each distance: they
-    /// shrink without a new page). Not a hit: `class` missed.
+    /// serve without a new page). Not a hit: `class` missed.
     pub fn take_nearby(
         &self,
         class: usize,

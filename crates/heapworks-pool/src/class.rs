@@ -104,6 +104,20 @@ impl Classes {
         Some(Class { index, size })
     }
 
+    /// The largest class whose every request a buffer of `capacity` bytes holds (the class
+    /// it is filed under); `None` below the smallest class or past the largest.
+    pub fn floor_of(self, capacity: usize) -> Option<Class> {
+        let class = self.of(capacity.max(1))?;
+        if class.size == capacity {
+            return Some(class);
+        }
+        let index = class.index.checked_sub(1)?;
+        Some(Class {
+            index,
+            size: self.size_of(index),
+        })
+    }
+
     /// Classes per doubling of sizes.
     pub fn per_doubling(self) -> usize {
         1 << self.bits
@@ -142,6 +156,20 @@ mod tests {
         ClassesPerDoubling::Four,
         ClassesPerDoubling::Eight,
     ];
+
+    #[test]
+    fn a_capacity_is_filed_under_the_largest_class_it_holds_whole() {
+        let classes = Classes::new(ClassesPerDoubling::Four);
+        for len in [1, 64, 65, 300, 4096, 5000, 1 << 20, (1 << 20) + 1, 3 << 25] {
+            let class = classes.of(len).unwrap();
+            assert_eq!(classes.floor_of(class.size), Some(class), "{len}");
+            let floor = classes.floor_of(class.size + 1).unwrap();
+            assert!(floor.size <= class.size + 1, "{len}");
+            let above = classes.size_of(floor.index + 1);
+            assert!(above > class.size + 1, "{len}");
+        }
+        assert_eq!(classes.floor_of(63), None);
+    }
 
     #[test]
     fn small_requests_round_to_the_granule() {

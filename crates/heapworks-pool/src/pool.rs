@@ -59,9 +59,8 @@ impl Config {
 pub struct Stats {
     /// Requests served by a cached buffer.
     pub hits: u64,
-    /// Misses served by a cached buffer of a nearby class, resized (inline mappings, by
-    /// `mremap`): its pages are reused, its size is the request's class. Counted in `misses`
-    /// too.
+    /// Misses served by a cached inline mapping of a nearby class (a larger one as it is, a
+    /// smaller one grown by `mremap`): its pages are reused. Counted in `misses` too.
     pub recycled: u64,
     /// Requests served by a fresh buffer from the backend, to be cached when dropped.
     /// (Requests the backend serves directly, too small to be worth caching, are not pool
@@ -126,10 +125,21 @@ impl std::fmt::Debug for Shared {
 
 impl Shared {
     /// Takes a buffer back: cached, or released if the pool is closed or it does not fit.
+    /// A resizable buffer is filed under the largest class its capacity holds whole (a
+    /// recycled one may be larger than the class it was taken for); any other under the
+    /// class it was made for.
     pub(crate) fn give_back(&self, class: usize, region: Region) {
-        if !self.closed.load(Ordering::Acquire) {
-            self.cache.put(class, region);
+        if self.closed.load(Ordering::Acquire) {
+            return;
         }
+        let class = match region.capacity() >= self.resizable_from {
+            true => self
+                .classes
+                .floor_of(region.capacity())
+                .map_or(class, |c| c.index),
+            false => class,
+        };
+        self.cache.put(class, region);
     }
 
     pub(crate) fn id(&self) -> u64 {
@@ -213,7 +223,11 @@ impl Pool {
             return Ok(Lease::empty());
         }
         let shared = &self.shared;
-        let class = shared.classes.of(len).ok_or(PoolError::TooLarge { len })?;
+        // `let … else`, not `ok_or`: an error built eagerly is dropped on every success, and
+        // `PoolError`'s drop glue cost 42 instructions a call on the tiny-buffer path.
+        let Some(class) = shared.classes.of(len) else {
+            return Err(PoolError::TooLarge { len });
+        };
         if class.size < shared.pooled_from {
             let region = shared.backend.allocate(len, zeroed)?;
             return Ok(Lease::new(region, len, None));
@@ -236,8 +250,10 @@ impl Pool {
         ))
     }
 
-    /// On a miss, a cached buffer of a class at most a doubling away, resized to `class`
-    /// (its pages kept: no fault for them), when the backend can resize both.
+    /// On a miss, a cached buffer of a class at most a doubling away, when the backend can
+    /// resize both: a larger one as it is (at most twice the class: shrinking it would give
+    /// back pages that the next large request faults in again), a smaller one grown to
+    /// `class` (its pages kept: no fault for them).
     fn recycle(&self, class: Class) -> Option<Region> {
         let shared = &self.shared;
         if class.size < shared.resizable_from {
@@ -246,7 +262,7 @@ impl Pool {
         let reach = shared.classes.per_doubling();
         let recyclable = |near: usize| shared.classes.size_of(near) >= shared.resizable_from;
         let mut region = shared.cache.take_nearby(class.index, reach, recyclable)?;
-        if !shared.backend.resize(&mut region, class.size) {
+        if region.capacity() < class.size && !shared.backend.resize(&mut region, class.size) {
             return None; // `region` is released here
         }
         shared.cache.count_recycled();
@@ -320,10 +336,12 @@ impl Drop for Pool {
 
 /// Bytes of `count` elements of `T`.
 fn byte_len<T>(count: usize) -> Result<usize, PoolError> {
-    count
-        .checked_mul(size_of::<T>())
-        .ok_or(PoolError::SizeOverflow {
+    // Not `ok_or`, for the reason given in `Pool::lease`.
+    let Some(bytes) = count.checked_mul(size_of::<T>()) else {
+        return Err(PoolError::SizeOverflow {
             count,
             element_size: size_of::<T>(),
-        })
+        });
+    };
+    Ok(bytes)
 }

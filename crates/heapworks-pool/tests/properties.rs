@@ -1,6 +1,8 @@
 //! Property tests: random sequences of gets and drops against an exact model of the cache
 //! (single thread: size classes, most recent hit first, a miss recycling a mapped buffer of a
-//! class up to a doubling away, LRU eviction across classes under the budget), checking after every step that no two live buffers overlap, that every live
+//! class up to a doubling away, a mapped buffer filed under the largest class its capacity
+//! holds, LRU eviction across classes under the budget), checking after every step that no
+//! two live buffers overlap, that every live
 //! buffer still holds what its holder wrote (so none was handed out twice), and that the
 //! pool's counts equal the model's.
 
@@ -153,7 +155,14 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
                 let (buf, mark, home) = live.swap_remove(index % live.len());
                 prop_assert!(buf.iter().all(|&b| b == mark));
                 if let Some((class, recyclable)) = home {
-                    model.put(class, buf.capacity_bytes(), recyclable, budget);
+                    // A recyclable buffer goes back under the largest class it holds whole
+                    // (one recycled from a larger class is handed out as it is).
+                    let bytes = buf.capacity_bytes();
+                    let class = match recyclable {
+                        true => classes.floor_of(bytes).unwrap().index,
+                        false => class,
+                    };
+                    model.put(class, bytes, recyclable, budget);
                 }
             }
             Step::Drop { .. } => {}

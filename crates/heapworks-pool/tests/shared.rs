@@ -5,11 +5,12 @@
 //! ran by printing a line starting with `child:`; the parent checks that line, so a child that
 //! ran no test cannot pass.
 
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
+use std::os::unix::net::{UnixListener, UnixStream};
 use std::os::unix::process::CommandExt;
-use std::process::{Command, Output};
+use std::process::{Child, Command, Output, Stdio};
 
-use heapworks_pool::{Config, Pool, PoolError, SharedMapping, ShmHandle};
+use heapworks_pool::{Config, Pool, PoolError, PooledBuf, SharedMapping, ShmHandle};
 
 const CHILD: &str = "HEAPWORKS_POOL_CHILD";
 /// The descriptor number the shared tensor is inherited under.
@@ -17,13 +18,21 @@ const INHERITED_FD: RawFd = 100;
 /// Elements of the tensor handed to the child.
 const TENSOR: usize = 1 << 20;
 
-/// Runs this binary's `child` test with `role`, `fd` inherited as [`INHERITED_FD`] if given.
+/// Runs this binary's `child` test with `role`, `fd` inherited as [`INHERITED_FD`] if given,
+/// and waits for it to succeed.
 fn run_child(role: &str, args: &str, fd: Option<RawFd>) -> Output {
+    finish(role, spawn_child(role, args, fd))
+}
+
+/// Starts this binary's `child` test with `role` (see [`run_child`]).
+fn spawn_child(role: &str, args: &str, fd: Option<RawFd>) -> Child {
     let mut command = Command::new(std::env::current_exe().unwrap());
     command
         .args(["child", "--exact", "--nocapture", "--test-threads=1"])
         .env(CHILD, role)
-        .env("HEAPWORKS_POOL_CHILD_ARGS", args);
+        .env("HEAPWORKS_POOL_CHILD_ARGS", args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(fd) = fd {
         // SAFETY: dup2 is async-signal-safe and touches only the child's descriptor table;
         // the copy it makes has no close-on-exec flag, so it survives the exec.
@@ -36,7 +45,12 @@ fn run_child(role: &str, args: &str, fd: Option<RawFd>) -> Output {
             });
         }
     }
-    let output = command.output().unwrap();
+    command.spawn().unwrap()
+}
+
+/// Waits for a child and asserts that it succeeded.
+fn finish(role: &str, child: Child) -> Output {
+    let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
         "child {role} failed: {}\n{}",
@@ -55,33 +69,125 @@ fn child_line(output: &Output) -> String {
         .to_string()
 }
 
-#[test]
-fn another_process_reads_the_tensor_and_writes_its_answer_in_place() {
-    let pool = Pool::shared_memory(Config::default());
+/// A pooled shared tensor of [`TENSOR`] elements, element `i` being `(i % 1000) / 2`, and
+/// the sum of its elements.
+fn shared_tensor(pool: &Pool) -> (PooledBuf<f32>, f64) {
     let mut tensor = pool.get::<f32>(TENSOR).unwrap();
     for (index, slot) in tensor.as_uninit_mut().iter_mut().enumerate() {
         slot.write((index % 1000) as f32 * 0.5);
     }
     // SAFETY: every element was written above.
     let tensor = unsafe { tensor.assume_init() };
-    let handle = tensor.shm_handle().unwrap();
-    let expected: f64 = tensor.iter().map(|&x| f64::from(x)).sum();
+    let sum = tensor.iter().map(|&x| f64::from(x)).sum();
+    (tensor, sum)
+}
 
-    let args = format!("{} {}", handle.offset, handle.len);
-    let output = run_child("read_tensor", &args, Some(handle.fd));
-    let line = child_line(&output);
+/// Checks the child's reported sum, and that it doubled every element in its mapping: the
+/// same pages as ours.
+fn assert_child_answered(output: &Output, tensor: &[f32], expected: f64) {
+    let line = child_line(output);
     let sum: f64 = line.trim_start_matches("child: sum ").parse().unwrap();
     assert_eq!(sum, expected, "{line}");
-    // The child doubled every element in its mapping: the same pages as ours.
     for (index, &x) in tensor.iter().enumerate() {
         assert_eq!(x, (index % 1000) as f32, "element {index}");
     }
 }
 
 #[test]
+fn another_process_reads_the_tensor_and_writes_its_answer_in_place() {
+    let pool = Pool::shared_memory(Config::default());
+    let (tensor, expected) = shared_tensor(&pool);
+    let handle = tensor.shm_handle().unwrap();
+    let args = format!("{} {}", handle.offset, handle.len);
+    let output = run_child("read_tensor", &args, Some(handle.fd));
+    assert_child_answered(&output, &tensor, expected);
+}
+
+#[test]
+fn an_unrelated_process_receives_the_handle_over_a_unix_socket() {
+    let pool = Pool::shared_memory(Config::default());
+    let (tensor, expected) = shared_tensor(&pool);
+    let path = std::env::temp_dir().join(format!("heapworks-pool-{}.sock", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let listener = UnixListener::bind(&path).unwrap();
+    // The child inherits nothing: it connects by path and gets the descriptor in a message.
+    let child = spawn_child("receive_tensor", path.to_str().unwrap(), None);
+    let (socket, _) = listener.accept().unwrap();
+    tensor.shm_handle().unwrap().send_over(&socket).unwrap();
+    let output = finish("receive_tensor", child);
+    std::fs::remove_file(&path).unwrap();
+    assert_child_answered(&output, &tensor, expected);
+}
+
+#[test]
+fn a_received_handle_maps_the_senders_pages() {
+    let pool = Pool::shared_memory(Config::default());
+    let mut buf = pool.get_filled::<u32>(1000, 7).unwrap();
+    let (ours, theirs) = UnixStream::pair().unwrap();
+    buf.shm_handle().unwrap().send_over(&ours).unwrap();
+    let received = ShmHandle::receive_from(&theirs).unwrap();
+    assert_ne!(received.handle.fd, buf.shm_handle().unwrap().fd);
+    assert_eq!(received.handle.len, 4000);
+    assert_eq!(received.handle.pool, pool.id());
+    let mapping = received.map().unwrap();
+    drop(received);
+    buf[999] = 8;
+    // SAFETY: nobody writes the buffer while the slice lives.
+    let seen = unsafe { mapping.as_slice::<u32>() };
+    assert_eq!((seen[0], seen[999]), (7, 8));
+}
+
+#[test]
+fn a_message_without_exactly_one_descriptor_is_rejected() {
+    use std::io::Write;
+    let expect_bad = |socket: &UnixStream, words: &str| {
+        let error = ShmHandle::receive_from(socket).unwrap_err();
+        assert!(matches!(error, PoolError::BadHandle { .. }), "{error}");
+        assert!(error.to_string().contains(words), "{error}");
+    };
+    let (mut ours, theirs) = UnixStream::pair().unwrap();
+    ours.write_all(&[0; 24]).unwrap();
+    expect_bad(&theirs, "no descriptor");
+
+    let pool = Pool::shared_memory(Config::default());
+    let buf = pool.get_filled::<u8>(100, 1).unwrap();
+    let handle = buf.shm_handle().unwrap();
+    let error = handle.with_fd(-1).send_over(&ours).unwrap_err();
+    assert!(matches!(error, PoolError::BadHandle { .. }), "{error}");
+
+    let (first, second) = UnixStream::pair().unwrap();
+    let fds = [handle.fd, first.as_raw_fd()].map(|fd| {
+        // SAFETY: both descriptors are open for the duration of this test.
+        unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }
+    });
+    let mut space = [std::mem::MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(2))];
+    let mut control = rustix::net::SendAncillaryBuffer::new(&mut space);
+    assert!(control.push(rustix::net::SendAncillaryMessage::ScmRights(&fds)));
+    let message = [0u8; 24];
+    rustix::net::sendmsg(
+        &ours,
+        &[std::io::IoSlice::new(&message)],
+        &mut control,
+        rustix::net::SendFlags::empty(),
+    )
+    .unwrap();
+    expect_bad(&theirs, "more than one");
+    drop(second);
+
+    drop(ours);
+    expect_bad(&theirs, "closed before");
+}
+
+#[test]
 fn running_out_of_descriptors_is_an_error_and_the_pool_recovers() {
     let output = run_child("exhaust_descriptors", "", None);
     assert!(child_line(&output).starts_with("child: exhausted"));
+}
+
+#[test]
+fn a_refused_file_size_is_an_error_and_the_pool_recovers() {
+    let output = run_child("refuse_file_size", "", None);
+    assert!(child_line(&output).starts_with("child: ftruncate refused"));
 }
 
 #[test]
@@ -134,6 +240,8 @@ fn child() {
     let args = std::env::var("HEAPWORKS_POOL_CHILD_ARGS").unwrap_or_default();
     match role.as_str() {
         "read_tensor" => read_tensor(&args),
+        "receive_tensor" => receive_tensor(&args),
+        "refuse_file_size" => refuse_file_size(),
         "exhaust_descriptors" => exhaust_descriptors(),
         "exhaust_address_space" => exhaust_address_space(),
         other => panic!("unknown child role {other}"),
@@ -150,7 +258,18 @@ fn read_tensor(args: &str) {
         len,
         pool: 0,
     };
-    let mapping = SharedMapping::map(&handle).unwrap();
+    answer(&SharedMapping::map(&handle).unwrap());
+}
+
+/// Connects to the parent's socket at path `args`, receives the tensor's handle, and answers.
+fn receive_tensor(args: &str) {
+    let socket = UnixStream::connect(args).unwrap();
+    let received = ShmHandle::receive_from(&socket).unwrap();
+    answer(&received.map().unwrap());
+}
+
+/// Sums the tensor in `mapping`, prints the sum, doubles it in place.
+fn answer(mapping: &SharedMapping) {
     // SAFETY: the parent waits for this process to exit before it touches the tensor again.
     let tensor = unsafe { mapping.as_mut_slice::<f32>() };
     assert_eq!(tensor.len(), TENSOR);
@@ -159,6 +278,28 @@ fn read_tensor(args: &str) {
         *x *= 2.0;
     }
     println!("child: sum {sum}");
+}
+
+/// Lowers this process's file-size limit to 1 MiB (its signal ignored), so that sizing a
+/// shared buffer's file beyond it fails, then asks for 4 MiB.
+fn refuse_file_size() {
+    // SAFETY: ignoring SIGXFSZ changes only this child's signal disposition: the refused
+    // ftruncate then fails with EFBIG instead of killing the process.
+    unsafe { libc::signal(libc::SIGXFSZ, libc::SIG_IGN) };
+    set_limit(libc::RLIMIT_FSIZE, 1 << 20);
+    let pool = Pool::shared_memory(Config::default());
+    match pool.get::<u8>(4 << 20) {
+        Err(PoolError::Os {
+            operation, source, ..
+        }) => {
+            assert_eq!(operation, "ftruncate");
+            assert_eq!(source.raw_os_error(), Some(libc::EFBIG));
+        }
+        Err(other) => panic!("unexpected error {other}"),
+        Ok(_) => panic!("a 4 MiB file sized under a 1 MiB file-size limit"),
+    }
+    assert!(pool.get_filled::<u8>(64 << 10, 1).is_ok());
+    println!("child: ftruncate refused for 4 MiB");
 }
 
 /// Lowers this process's descriptor limit to a few above those open, then gets shared

@@ -46,57 +46,30 @@ pub const EVICTIONS: MetricSpec = MetricSpec::secondary("evictions", "count", Be
 /// Peak resident set above the one before the variant was set up.
 pub const PEAK_RSS: MetricSpec = MetricSpec::primary("peak RSS", "MiB", Better::Lower);
 
-/// A workload of `bench --pool`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PoolWorkload {
-    /// Get-fill-drop of one size in a loop.
-    Sizes,
-    /// A text model's layers with varying sequence lengths.
-    VariableShape,
-    /// A working set twice the budget.
-    BudgetPressure,
-}
-
-impl PoolWorkload {
-    /// Every workload, in report order.
-    pub const ALL: [PoolWorkload; 3] = [
-        PoolWorkload::Sizes,
-        PoolWorkload::VariableShape,
-        PoolWorkload::BudgetPressure,
-    ];
-
-    /// The name used by `--filter` and in result files.
-    pub fn name(self) -> &'static str {
-        match self {
-            PoolWorkload::Sizes => "pool_sizes",
-            PoolWorkload::VariableShape => "pool_variable_shape",
-            PoolWorkload::BudgetPressure => "pool_budget_pressure",
-        }
-    }
-
-    /// One line on what the workload measures.
-    pub fn description(self) -> &'static str {
-        match self {
-            PoolWorkload::Sizes => {
-                "seed 002's experiment: get a tensor of n f32, fill every element with a \
-                 non-default value, drop it, in a loop; ns per round, 4 B to 100 MB"
-            }
-            PoolWorkload::VariableShape => {
-                "a text model's layer per step: hidden L×768, MLP L×3072 and attention \
-                 12×L×L f32 live at once, L drawn log-uniformly from 8 to 512 tokens; time \
-                 per step, hit rate, evictions, peak RSS above the start"
-            }
-            PoolWorkload::BudgetPressure => {
-                "one tensor per step of 12 sizes from 1 MiB (25 % apart) drawn uniformly, \
-                 under a budget of half their total: time per step, hit rate, evictions, \
-                 peak RSS above the start"
-            }
-        }
-    }
-
-    /// Looks a workload up by its [`name`](Self::name).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|w| w.name() == name)
+heapworks_bench::registry! {
+    /// A workload of `bench --pool`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum PoolWorkload {
+        /// Get-fill-drop of one size in a loop.
+        Sizes = (
+            "pool_sizes",
+            "seed 002's experiment: get a tensor of n f32, fill every element with a \
+             non-default value, drop it, in a loop; ns per round, 4 B to 100 MB"
+        ),
+        /// A text model's layers with varying sequence lengths.
+        VariableShape = (
+            "pool_variable_shape",
+            "a text model's layer per step: hidden L×768, MLP L×3072 and attention \
+             12×L×L f32 live at once, L drawn log-uniformly from 8 to 512 tokens; time \
+             per step, hit rate, evictions, peak RSS above the start"
+        ),
+        /// A working set twice the budget.
+        BudgetPressure = (
+            "pool_budget_pressure",
+            "one tensor per step of 12 sizes from 1 MiB (25 % apart) drawn uniformly, \
+             under a budget of half their total: time per step, hit rate, evictions, \
+             peak RSS above the start"
+        ),
     }
 }
 
@@ -135,14 +108,14 @@ impl PoolSelection {
         let every_column = variants.is_empty() && peers.is_empty();
         let variants = match every_column {
             true => Variant::ALL.to_vec(),
-            false => in_canonical_order(variants, &[], &Variant::ALL),
+            false => in_canonical_order(variants, &[], Variant::ALL),
         };
         let peers = match every_column {
             true => peers::PEERS.to_vec(),
             false => in_canonical_order(peers, &[], &peers::PEERS),
         };
         Ok(Self {
-            workloads: in_canonical_order(workloads, &PoolWorkload::ALL, &PoolWorkload::ALL),
+            workloads: in_canonical_order(workloads, PoolWorkload::ALL, PoolWorkload::ALL),
             variants,
             peers,
         })
@@ -241,7 +214,7 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &ProgressBar) -
     environment.versions = selection
         .variants
         .iter()
-        .map(|v| (v.name().to_string(), v.describe().to_string()))
+        .map(|v| (v.name().to_string(), format!("{v}: {}", v.description())))
         .chain(peer_versions)
         .collect();
     Results { environment, cells }

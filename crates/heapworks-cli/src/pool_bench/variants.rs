@@ -10,58 +10,24 @@ use std::hint::black_box;
 
 use heapworks_pool::{Config, Pool, PoolError};
 
-/// One way to get a tensor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Variant {
-    /// Refill buffers that are already there: the floor no allocation beats.
-    FillExisting,
-    /// A fresh `Vec<f32>` (the process's malloc) per tensor.
-    InlineWithoutPool,
-    /// A heapworks-pool inline buffer per tensor.
-    InlineWithPool,
-    /// A fresh memfd mapping per tensor (a shared-memory pool with budget 0).
-    ShmWithoutPool,
-    /// A heapworks-pool shared-memory buffer per tensor.
-    ShmWithPool,
+heapworks_bench::registry! {
+    /// One way to get a tensor.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Variant {
+        /// Refill buffers that are already there: the floor no allocation beats.
+        FillExisting = ("fill_existing", "refill a buffer that is already there"),
+        /// A fresh `Vec<f32>` (the process's malloc) per tensor.
+        InlineWithoutPool = ("inline_without_pool", "vec![v; n] (glibc malloc)"),
+        /// A heapworks-pool inline buffer per tensor.
+        InlineWithPool = ("inline_with_pool", "heapworks-pool inline"),
+        /// A fresh memfd mapping per tensor (a shared-memory pool with budget 0).
+        ShmWithoutPool = ("shm_without_pool", "memfd + mmap per tensor"),
+        /// A heapworks-pool shared-memory buffer per tensor.
+        ShmWithPool = ("shm_with_pool", "heapworks-pool shared memory"),
+    }
 }
 
 impl Variant {
-    /// Every variant, in column order (the first is the ratios' baseline).
-    pub const ALL: [Variant; 5] = [
-        Variant::FillExisting,
-        Variant::InlineWithoutPool,
-        Variant::InlineWithPool,
-        Variant::ShmWithoutPool,
-        Variant::ShmWithPool,
-    ];
-
-    /// Name on the command line and in results.
-    pub fn name(self) -> &'static str {
-        match self {
-            Variant::FillExisting => "fill_existing",
-            Variant::InlineWithoutPool => "inline_without_pool",
-            Variant::InlineWithPool => "inline_with_pool",
-            Variant::ShmWithoutPool => "shm_without_pool",
-            Variant::ShmWithPool => "shm_with_pool",
-        }
-    }
-
-    /// What the column runs, for the report's header.
-    pub fn describe(self) -> &'static str {
-        match self {
-            Variant::FillExisting => "fill_existing: refill a buffer that is already there",
-            Variant::InlineWithoutPool => "inline_without_pool: vec![v; n] (glibc malloc)",
-            Variant::InlineWithPool => "inline_with_pool: heapworks-pool inline",
-            Variant::ShmWithoutPool => "shm_without_pool: memfd + mmap per tensor",
-            Variant::ShmWithPool => "shm_with_pool: heapworks-pool shared memory",
-        }
-    }
-
-    /// Looks a variant up by its [`name`](Self::name).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|v| v.name() == name)
-    }
-
     /// Whether the variant has a pool whose statistics mean something.
     pub fn pools(self) -> bool {
         matches!(self, Variant::InlineWithPool | Variant::ShmWithPool)

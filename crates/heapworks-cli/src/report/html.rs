@@ -1,18 +1,17 @@
-//! The self-contained HTML report: environment, then per workload its description, SVG plots
-//! (inline, drawn with plotters: bars per case, percentile lines for latency, time against
-//! size for `bench --pool`) and a table of medians, spreads and ratios. No scripts, no
+//! The self-contained HTML report: the at-a-glance [`summary`] (linked to the rows it
+//! summarizes), the environment, then per workload its description, SVG plots as the
+//! results' [`Plot`] says (inline, drawn with plotters: bars per case, percentile lines per
+//! operation, lines against size) and a table of medians, spreads and ratios. No scripts, no
 //! external files.
 
 use std::collections::HashMap;
 use std::fmt::Write;
 
-use crate::pool_bench::{self, PoolWorkload};
-use crate::replay;
-use crate::results::{Cell, Outcome, Results, Row};
-use crate::workloads::WorkloadId;
+use crate::results::{Cell, Outcome, Plot, Results, Row, WorkloadInfo};
+use heapworks_bench::standings::standings;
 
 use super::plots::{self, Series};
-use super::{format_ratio, format_value, table, workload_description};
+use super::{format_ratio, format_value, summary, table};
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1200px}\
 table{border-collapse:collapse;margin:1em 0;font-size:13px}\
@@ -22,7 +21,10 @@ td.best{font-weight:bold;background:#e8f5e9}td.failed{color:#b71c1c}\
 .spread{color:#777;font-size:11px}.ratio{color:#555}\
 .env{font-size:13px;line-height:1.6}figure{margin:0;overflow-x:auto}\
 .legend{font-size:13px}.key{margin-right:1.2em;white-space:nowrap}\
-.swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}";
+.swatch{display:inline-block;width:12px;height:12px;margin-right:4px;vertical-align:middle}\
+table.glance td{padding:1px 6px}tr.win td.verdict{background:#c8e6c9}\
+tr.tie td.verdict{background:#fff9c4}tr.loss td.verdict{background:#ffcdd2}\
+.glance a{color:inherit}.tally{font-size:15px}";
 
 /// What every section shares, computed once so that the report stays linear in the cells.
 struct Page<'a> {
@@ -32,6 +34,8 @@ struct Page<'a> {
     baseline: String,
     /// The rows of each workload, workloads in run order.
     sections: Vec<(String, Vec<Row<'a>>)>,
+    /// What each workload measures and how it is drawn, by workload.
+    infos: HashMap<String, WorkloadInfo>,
 }
 
 impl<'a> Page<'a> {
@@ -50,10 +54,15 @@ impl<'a> Page<'a> {
             let section = section_of[row.first().workload.as_str()];
             sections[section].1.push(row);
         }
+        let infos = workloads
+            .iter()
+            .map(|workload| (workload.clone(), results.workload_info(workload)))
+            .collect();
         Self {
             allocators: results.allocators(),
             baseline: table::ratio_baseline(results),
             sections,
+            infos,
         }
     }
 }
@@ -74,6 +83,7 @@ pub fn render(results: &Results) -> String {
         results.environment.command()
     );
     let page = Page::of(results);
+    html.push_str(&glance_block(results));
     html.push_str(&environment_block(results, &page));
     for (workload, rows) in &page.sections {
         html.push_str(&workload_section(&page, workload, rows));
@@ -88,6 +98,67 @@ pub fn escape(text: &str) -> String {
         .replace('<', "&lt;")
         .replace('>', "&gt;")
         .replace('"', "&quot;")
+}
+
+/// The at-a-glance summary: the tally, then the subject's rank and ratio to the best peer
+/// per row, coloured by verdict, each linked to its row in the detail tables.
+fn glance_block(results: &Results) -> String {
+    let subject = summary::subject(results);
+    let standings = standings(results, &subject);
+    if standings.is_empty() {
+        return String::new();
+    }
+    let mut html = format!(
+        "<section id=\"glance\"><p class=\"tally\"><b>At a glance:</b> {0} against the best \
+         peer in each row: {1}</p><p>rank: among the allocators measured; ratio: {0}'s median \
+         over the best peer's (hover for both); tie: the gap is within the larger spread of the \
+         two cells; each case links to its row below</p>\n\
+         <table class=\"glance\"><tr><th>workload</th><th>case</th><th>metric</th>\
+         <th>rank</th><th>ratio to best peer</th><th>best peer</th><th>verdict</th></tr>\n",
+        escape(&subject),
+        summary::tally_line(&standings)
+    );
+    for standing in &standings {
+        let anchor = row_anchor(&standing.workload, &standing.case, &standing.metric);
+        let ratio = standing
+            .ratio
+            .map_or_else(|| "failed".to_string(), format_ratio);
+        let values = match standing.median {
+            Some(median) => format!(
+                "{subject} {}, {} {}",
+                summary::value_with_unit(median, &standing.unit),
+                standing.best_peer,
+                summary::value_with_unit(standing.best_median, &standing.unit)
+            ),
+            None => format!("{subject} failed"),
+        };
+        let _ = writeln!(
+            html,
+            "<tr class=\"{0}\"><td>{1}</td><td><a href=\"#{2}\">{3}</a></td><td>{4}</td>\
+             <td>{5}/{6}</td><td title=\"{7}\">{8}</td><td>{9}</td><td class=\"verdict\">{0}</td></tr>",
+            standing.verdict.name(),
+            escape(&standing.workload),
+            anchor,
+            escape(&standing.case),
+            escape(&standing.metric),
+            standing.rank,
+            standing.ranked,
+            escape(&values),
+            ratio,
+            escape(&standing.best_peer),
+        );
+    }
+    html.push_str("</table></section>\n");
+    html
+}
+
+/// The id of a row of the detail tables: its workload, case and metric with every character
+/// but ASCII letters and digits as `-` (ids and fragments need no escaping then).
+fn row_anchor(workload: &str, case: &str, metric: &str) -> String {
+    let text = format!("row-{workload}-{case}-{metric}");
+    text.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
 }
 
 fn environment_block(results: &Results, page: &Page<'_>) -> String {
@@ -111,14 +182,14 @@ fn environment_block(results: &Results, page: &Page<'_>) -> String {
 }
 
 fn workload_section(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> String {
-    let description = workload_description(workload);
+    let info = &page.infos[workload];
     let mut html = format!(
         "<section id=\"{0}\"><h2>{0}</h2><p>{1}</p>\n{2}",
         escape(workload),
-        escape(description),
+        escape(&info.description),
         legend(page)
     );
-    for figure in figures(page, workload, rows) {
+    for figure in figures(page, workload, &info.plot, rows) {
         let _ = writeln!(html, "<figure>{figure}</figure>");
     }
     html.push_str(&rows_table(page, rows));
@@ -126,29 +197,30 @@ fn workload_section(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> String
     html
 }
 
-/// Latency gets percentile lines per operation; every other workload gets grouped bars per
-/// plotted metric, one group per case.
-fn figures(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
-    if workload == WorkloadId::Latency.name() {
-        return ["allocate", "free"]
-            .iter()
-            .map(|op| latency_lines(page, rows, op))
-            .collect();
-    }
-    if workload == PoolWorkload::Sizes.name() {
-        return [false, true]
-            .iter()
-            .map(|&log| pool_size_lines(page, rows, log))
-            .collect();
-    }
+/// The figures of a workload as its [`Plot`] says: percentile lines per operation, lines
+/// against size (linear and log-log), or grouped bars per plotted metric, one group per case.
+fn figures(page: &Page<'_>, workload: &str, plot: &Plot, rows: &[Row<'_>]) -> Vec<String> {
+    let plotted: &dyn Fn(&Cell) -> bool = match plot {
+        Plot::Percentiles(operations) => {
+            return operations
+                .iter()
+                .map(|op| latency_lines(page, rows, op))
+                .collect();
+        }
+        Plot::AgainstSize(sizes) => {
+            let sizes: HashMap<&str, f64> = sizes.iter().map(|(c, b)| (c.as_str(), *b)).collect();
+            return [false, true]
+                .iter()
+                .map(|&log| size_lines(page, workload, rows, &sizes, log))
+                .collect();
+        }
+        Plot::BarsOf(metrics) => &|cell: &Cell| metrics.contains(&cell.metric),
+        Plot::Bars => &|cell: &Cell| cell.primary,
+    };
     let mut metrics: Vec<(&str, Vec<&Row<'_>>)> = Vec::new();
     let mut metric_of: HashMap<&str, usize> = HashMap::new();
     let measured = |row: &&Row<'_>| row.cells.iter().any(|c| c.median().is_some());
-    for row in rows
-        .iter()
-        .filter(|r| is_plotted(workload, r.first()))
-        .filter(measured)
-    {
+    for row in rows.iter().filter(|r| plotted(r.first())).filter(measured) {
         let metric = row.first().metric.as_str();
         let index = *metric_of.entry(metric).or_insert_with(|| {
             metrics.push((metric, Vec::new()));
@@ -160,15 +232,6 @@ fn figures(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> Vec<String> {
         .into_iter()
         .map(|(metric, rows)| metric_bars(page, workload, &rows, metric))
         .collect()
-}
-
-/// Primary metrics are plotted; of a trace replay only interval time, average response and
-/// utilization (per range or trace), the rest being in the table.
-fn is_plotted(workload: &str, cell: &Cell) -> bool {
-    if workload == WorkloadId::Traces.name() {
-        return replay::PLOTTED.iter().any(|m| m.name == cell.metric);
-    }
-    cell.primary
 }
 
 /// Grouped bars of `metric`, one group per row (all of the metric's rows).
@@ -204,21 +267,26 @@ fn latency_lines(page: &Page<'_>, rows: &[Row<'_>], operation: &str) -> String {
     )
 }
 
-/// `bench --pool`'s time against size, linear or log-log, one line per variant.
-fn pool_size_lines(page: &Page<'_>, rows: &[Row<'_>], log: bool) -> String {
-    let rows: Vec<&Row<'_>> = rows
+/// The primary metric against size, linear or log-log, one line per column; rows whose case
+/// has no size are left out.
+fn size_lines(
+    page: &Page<'_>,
+    workload: &str,
+    rows: &[Row<'_>],
+    sizes: &HashMap<&str, f64>,
+    log: bool,
+) -> String {
+    let rows: Vec<(&Row<'_>, f64)> = rows
         .iter()
-        .filter(|r| pool_bench::sizes::bytes_of(&r.first().case).is_some())
+        .filter(|r| r.first().primary)
+        .filter_map(|r| Some((r, *sizes.get(r.first().case.as_str())?)))
         .collect();
-    let sizes: Vec<f64> = rows
-        .iter()
-        .filter_map(|r| pool_bench::sizes::bytes_of(&r.first().case))
-        .map(|bytes| bytes as f64)
-        .collect();
-    let unit = rows.first().map_or("", |r| r.first().unit.as_str());
+    let first = rows.first().map(|(r, _)| r.first());
+    let (metric, unit) = first.map_or(("", ""), |c| (c.metric.as_str(), c.unit.as_str()));
     let scale = if log { "log-log" } else { "linear" };
+    let (rows, sizes): (Vec<&Row<'_>>, Vec<f64>) = rows.into_iter().unzip();
     plots::size_lines(
-        &format!("allocate + fill against size ({unit}, {scale})"),
+        &format!("{workload}: {metric} against size ({unit}, {scale})"),
         unit,
         &sizes,
         &series_over(page, &rows),
@@ -270,7 +338,8 @@ fn rows_table(page: &Page<'_>, rows: &[Row<'_>]) -> String {
         let first = row.first();
         let _ = write!(
             html,
-            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            "<tr id=\"{}\"><td>{}</td><td>{}</td><td>{}</td>",
+            row_anchor(&first.workload, &first.case, &first.metric),
             escape(&first.case),
             escape(&first.metric),
             escape(&first.unit)

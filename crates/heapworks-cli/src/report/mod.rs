@@ -1,12 +1,16 @@
 //! Renders results: the terminal [`table`], [`json`] and [`csv`] files, and the self-contained
-//! [`html`] report with [`plots`]. Files are written atomically (a temporary file renamed into
-//! place), and every destination is checked before a run starts, so that a bad path fails
-//! fast and leaves nothing behind.
+//! [`html`] report with [`plots`], the HTML opening and the terminal run ending with the
+//! at-a-glance [`summary`]. Everything here reads only the results model
+//! ([`heapworks_bench::results`] and its [`heapworks_bench::standings`]): what a workload
+//! measures and how to plot it come with the results ([`crate::catalog`] writes them). Files
+//! are written atomically (a temporary file renamed into place), and every destination is
+//! checked before a run starts, so that a bad path fails fast and leaves nothing behind.
 
 pub mod csv;
 pub mod html;
 pub mod json;
 pub mod plots;
+pub mod summary;
 pub mod table;
 
 use std::fmt;
@@ -14,11 +18,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::malloc_bench::MallocWorkload;
-use crate::pool_bench::PoolWorkload;
 use crate::results::Results;
-use crate::torture::cases::Section;
-use crate::workloads::WorkloadId;
 
 /// Where a run's results go.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -161,17 +161,6 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> 
         let _ = fs::remove_file(&temporary);
         OutputError::new(path, error)
     })
-}
-
-/// What a workload measures, for headings: a `bench`, `bench --malloc` or `bench --pool`
-/// workload, or a section of `heapworks torture`.
-pub fn workload_description(name: &str) -> &'static str {
-    WorkloadId::from_name(name)
-        .map(WorkloadId::description)
-        .or_else(|| MallocWorkload::from_name(name).map(MallocWorkload::description))
-        .or_else(|| Section::from_name(name).map(Section::description))
-        .or_else(|| PoolWorkload::from_name(name).map(PoolWorkload::description))
-        .unwrap_or("")
 }
 
 /// A number with about three significant digits, as in the tables.

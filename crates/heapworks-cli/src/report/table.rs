@@ -11,7 +11,7 @@ use crate::results::{Outcome, Results, Row};
 /// Most failures explained under the table; the HTML report has every one (as a tooltip).
 pub const MAX_FAILURE_LINES: usize = 20;
 
-use super::{format_ratio, format_value, workload_description};
+use super::{format_ratio, format_value};
 
 /// The table with its header lines (machine, settings, versions, legend).
 pub fn render(results: &Results) -> String {
@@ -35,7 +35,7 @@ pub fn render(results: &Results) -> String {
     let widths = column_widths(&lines);
     for (line, heading) in lines.iter().zip(headings) {
         if let Some(workload) = heading {
-            out.push_str(&workload_heading(workload));
+            out.push_str(&workload_heading(results, workload));
         }
         out.push_str(&layout_line(line, &widths));
     }
@@ -108,8 +108,9 @@ fn header(results: &Results) -> String {
     )
 }
 
-fn workload_heading(workload: &str) -> String {
-    format!("\n{workload}: {}\n", workload_description(workload))
+fn workload_heading(results: &Results, workload: &str) -> String {
+    let description = results.workload_info(workload).description;
+    format!("\n{workload}: {description}\n")
 }
 
 fn title_line(allocators: &[String]) -> Vec<String> {

@@ -10,103 +10,70 @@
 
 use std::time::Duration;
 
-/// A part of the scorecard.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Section {
-    /// Every entry point's contract.
-    Contract,
-    /// Randomized multi-threaded sequences with cookies and a shadow model.
-    Threads,
-    /// fork beside stdio and FILE locks, fork in signal handlers, posix_spawn and vfork.
-    Fork,
-    /// Address-space and data limits, a full memory map, overcommit refusals.
-    Exhaustion,
-    /// Seed 004's patterns: realloc of multi-page blocks, free(malloc(n)).
-    Patterns,
-    /// Bugs of the program: double and invalid frees, overflows, writes after free.
-    Misuse,
-    /// The arena allocators of `bench`, in-process.
-    Arenas,
+heapworks_bench::registry! {
+    /// A part of the scorecard.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+    pub enum Section {
+        /// Every entry point's contract.
+        Contract = (
+            "contract",
+            "every entry point (malloc, calloc with overflow, realloc with NULL and 0, free, \
+             posix_memalign / aligned_alloc / memalign / valloc / pvalloc at every alignment \
+             to 64 KiB and invalid ones, reallocarray, malloc_usable_size), sizes at the \
+             limits (SIZE_MAX, PTRDIFF_MAX + 1: NULL with ENOMEM), errno kept by free"
+        ),
+        /// Randomized multi-threaded sequences with cookies and a shadow model.
+        Threads = (
+            "threads",
+            "randomized sequences on 4 threads (malloc, calloc, posix_memalign, realloc, \
+             free) with cookies and a shadow model; blocks handed between threads; threads \
+             exiting with cached blocks"
+        ),
+        /// fork beside stdio and FILE locks, fork in signal handlers, posix_spawn and vfork.
+        Fork = (
+            "fork",
+            "fork while threads malloc, flush stdio and hold FILE locks (getline); fork \
+             from SIGUSR1/SIGUSR2 handlers while the main thread mallocs and forks; fork in \
+             a single-threaded process; posix_spawn and vfork + exec; a run that does not \
+             end in time is a hang"
+        ),
+        /// Address-space and data limits, a full memory map, overcommit refusals.
+        Exhaustion = (
+            "exhaustion",
+            "RLIMIT_AS and RLIMIT_DATA from the first instruction (1 B .. 100 kB and half \
+             the limit must succeed, twice the limit is NULL with ENOMEM, recovery after \
+             frees), a memory map filled to vm.max_map_count, 64 TiB requests"
+        ),
+        /// Seed 004's patterns: realloc of multi-page blocks, free(malloc(n)).
+        Patterns = (
+            "patterns",
+            "seed 004: realloc growing and shrinking a multi-page block a page at a time \
+             (contents kept; how many steps stayed in place), free(malloc(n)) for n = 50 B \
+             .. 50 MB"
+        ),
+        /// Bugs of the program: double and invalid frees, overflows, writes after free.
+        Misuse = (
+            "misuse",
+            "one program bug per child process, at 64 B, 4 KiB and 1 MiB: caught (killed \
+             with a message naming the fault), crashed (killed without one), warned \
+             (a message, no stop), silent, corrupted (the heap then handed out memory in \
+             use); the score counts the catches"
+        ),
+        /// The arena allocators of `bench`, in-process.
+        Arenas = (
+            "arenas",
+            "the arena allocators of `bench` in-process over a 32 MiB region: randomized \
+             sequences with cookies and a shadow model on 1 and 4 threads, every alignment \
+             to 64 KiB, realloc contents, exhaustion and recovery"
+        ),
+    }
 }
 
 impl Section {
-    /// Every section, in report order.
-    pub const ALL: [Section; 7] = [
-        Section::Contract,
-        Section::Threads,
-        Section::Fork,
-        Section::Exhaustion,
-        Section::Patterns,
-        Section::Misuse,
-        Section::Arenas,
-    ];
-
-    /// The name used by `--filter` and in result files.
-    pub fn name(self) -> &'static str {
-        match self {
-            Section::Contract => "contract",
-            Section::Threads => "threads",
-            Section::Fork => "fork",
-            Section::Exhaustion => "exhaustion",
-            Section::Patterns => "patterns",
-            Section::Misuse => "misuse",
-            Section::Arenas => "arenas",
-        }
-    }
-
-    /// Looks a section up by its [`name`](Self::name).
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|s| s.name() == name)
-    }
-
     /// Whether a failure here is a failure of the malloc (every section but misuse, whose
     /// outcomes are a score).
     pub fn is_correctness(self) -> bool {
         self != Section::Misuse
-    }
-
-    /// One line on what the section checks.
-    pub fn description(self) -> &'static str {
-        match self {
-            Section::Contract => {
-                "every entry point (malloc, calloc with overflow, realloc with NULL and 0, free, \
-                 posix_memalign / aligned_alloc / memalign / valloc / pvalloc at every alignment \
-                 to 64 KiB and invalid ones, reallocarray, malloc_usable_size), sizes at the \
-                 limits (SIZE_MAX, PTRDIFF_MAX + 1: NULL with ENOMEM), errno kept by free"
-            }
-            Section::Threads => {
-                "randomized sequences on 4 threads (malloc, calloc, posix_memalign, realloc, \
-                 free) with cookies and a shadow model; blocks handed between threads; threads \
-                 exiting with cached blocks"
-            }
-            Section::Fork => {
-                "fork while threads malloc, flush stdio and hold FILE locks (getline); fork \
-                 from SIGUSR1/SIGUSR2 handlers while the main thread mallocs and forks; fork in \
-                 a single-threaded process; posix_spawn and vfork + exec; a run that does not \
-                 end in time is a hang"
-            }
-            Section::Exhaustion => {
-                "RLIMIT_AS and RLIMIT_DATA from the first instruction (1 B .. 100 kB and half \
-                 the limit must succeed, twice the limit is NULL with ENOMEM, recovery after \
-                 frees), a memory map filled to vm.max_map_count, 64 TiB requests"
-            }
-            Section::Patterns => {
-                "seed 004: realloc growing and shrinking a multi-page block a page at a time \
-                 (contents kept; how many steps stayed in place), free(malloc(n)) for n = 50 B \
-                 .. 50 MB"
-            }
-            Section::Misuse => {
-                "one program bug per child process, at 64 B, 4 KiB and 1 MiB: caught (killed \
-                 with a message naming the fault), crashed (killed without one), warned \
-                 (a message, no stop), silent, corrupted (the heap then handed out memory in \
-                 use); the score counts the catches"
-            }
-            Section::Arenas => {
-                "the arena allocators of `bench` in-process over a 32 MiB region: randomized \
-                 sequences with cookies and a shadow model on 1 and 4 threads, every alignment \
-                 to 64 KiB, realloc contents, exhaustion and recovery"
-            }
-        }
     }
 }
 
@@ -432,7 +399,7 @@ mod tests {
 
     #[test]
     fn section_names_round_trip() {
-        for section in Section::ALL {
+        for &section in Section::ALL {
             assert_eq!(Section::from_name(section.name()), Some(section));
         }
         assert!(!Section::Misuse.is_correctness());

@@ -26,13 +26,15 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::catalog;
 use crate::cli::{announce, OutputArgs};
 use crate::contenders::AllocatorId;
 use crate::malloc_bench::libraries::{self, CMalloc, Lineup};
 use crate::malloc_bench::Scratch;
+use crate::progress::progress_bar;
 use crate::report::table;
 use crate::results::{Environment, Results};
-use crate::runner::{self, filter_terms, in_canonical_order};
+use crate::runner::{filter_terms, in_canonical_order};
 use crate::workloads::{Config, Scale};
 
 use cases::{Mode, Section};
@@ -124,11 +126,11 @@ impl Selection {
         let (all_mallocs, all_arenas): (&[CMalloc], &[AllocatorId]) = if names_allocators {
             (&[], &[])
         } else {
-            (&CMalloc::ALL, AllocatorId::ALL)
+            (CMalloc::ALL, AllocatorId::ALL)
         };
         Ok(Self {
-            sections: in_canonical_order(sections, &Section::ALL, &Section::ALL),
-            mallocs: in_canonical_order(mallocs, all_mallocs, &CMalloc::ALL),
+            sections: in_canonical_order(sections, Section::ALL, Section::ALL),
+            mallocs: in_canonical_order(mallocs, all_mallocs, CMalloc::ALL),
             arenas: in_canonical_order(arenas, all_arenas, AllocatorId::ALL),
         })
     }
@@ -151,10 +153,11 @@ fn unknown_term(term: &str) -> String {
 /// when heapworks failed a correctness check.
 pub fn torture(args: TortureArgs) -> Result<(), String> {
     let selection = Selection::from_filter(&args.filter)?;
-    let outputs = args.output.outputs();
+    let outputs = args.output.outputs("torture");
     outputs.check_writable().map_err(|e| e.to_string())?;
     let mode = args.mode();
-    let results = run(&selection, mode, args.seed, args.runs, &args.malloc_lib)?;
+    let mut results = run(&selection, mode, args.seed, args.runs, &args.malloc_lib)?;
+    catalog::annotate(&mut results);
     print!("{}", render(&results));
     for note in scorecard::failure_notes(&results) {
         eprintln!("note: {note}");
@@ -184,7 +187,7 @@ pub fn run(
     let cases = cases::plan(&selection.sections, mode, runs);
     let wants_arenas =
         selection.sections.contains(&Section::Arenas) && !selection.arenas.is_empty();
-    let progress = runner::progress_bar(0);
+    let progress = progress_bar(0);
     let mut cells = Vec::new();
     let mut versions = Vec::new();
     if !cases.is_empty() && !selection.mallocs.is_empty() {

@@ -92,7 +92,10 @@ impl Backend for Inline {
 
 /// A heap region of `capacity` bytes.
 fn allocate_heap(capacity: usize, zeroed: bool) -> Result<Region, PoolError> {
-    let layout = Region::heap_layout(capacity).ok_or(PoolError::TooLarge { len: capacity })?;
+    // `let … else` rather than `ok_or`, on this path of every small buffer: see `Pool::lease`.
+    let Some(layout) = Region::heap_layout(capacity) else {
+        return Err(PoolError::TooLarge { len: capacity });
+    };
     // SAFETY: the layout is at least 48 bytes, never zero-sized.
     let raw = unsafe {
         if zeroed {
@@ -101,7 +104,9 @@ fn allocate_heap(capacity: usize, zeroed: bool) -> Result<Region, PoolError> {
             alloc(layout)
         }
     };
-    let base = NonNull::new(raw).ok_or(PoolError::OutOfMemory { len: capacity })?;
+    let Some(base) = NonNull::new(raw) else {
+        return Err(PoolError::OutOfMemory { len: capacity });
+    };
     // At most 48: the allocation is 16-byte aligned, and 48 bytes longer than `capacity`.
     let offset = base.align_offset(GRANULE);
     Ok(Region {

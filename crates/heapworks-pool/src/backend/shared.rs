@@ -1,4 +1,5 @@
-//! The shared-memory backend: every buffer is its own `memfd_create` file, sized with
+//! The shared-memory backend: every buffer is its own `memfd_create` file (where there is no
+//! `memfd_create`, a POSIX `shm_open` object unlinked at once: the same thing), sized with
 //! `ftruncate` to whole pages and mapped `MAP_SHARED`, so its pages are the file's and another
 //! process that maps the same file (its descriptor passed over a Unix socket or inherited)
 //! sees and writes the very same memory, with no copy.
@@ -17,7 +18,7 @@
 //! and the file long enough (`fstat`), then maps it shared.
 
 use std::ffi::CStr;
-use std::os::fd::{FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::ptr::{self, NonNull};
 
 use super::{page_rounded, Backend, Memory, Region};
@@ -54,18 +55,78 @@ impl Backend for SharedMemory {
     }
 }
 
-/// A memfd of `len` bytes (zeros), closed on exec.
+/// A file of `len` bytes (zeros) with no name, known only by its descriptors, closed on exec.
 fn create_file(len: usize) -> Result<OwnedFd, PoolError> {
+    size_file(open_anonymous(len)?, len)
+}
+
+/// A `memfd_create` file; where the kernel has none (before Linux 3.17: `ENOSYS`), a POSIX
+/// shared-memory object unlinked at once ([`open_unlinked_shm`]), which is the same thing.
+#[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
+fn open_anonymous(len: usize) -> Result<OwnedFd, PoolError> {
     // SAFETY: the name is a NUL-terminated string; the flags are valid.
     let raw = unsafe { libc::memfd_create(FILE_NAME.as_ptr(), libc::MFD_CLOEXEC) };
-    if raw < 0 {
-        return Err(PoolError::last_os("memfd_create", len));
+    if raw >= 0 {
+        // SAFETY: `raw` is a descriptor memfd_create just opened, owned by nobody else.
+        return Ok(unsafe { OwnedFd::from_raw_fd(raw) });
     }
-    // SAFETY: `raw` is a descriptor memfd_create just opened, owned by nobody else.
-    let file = unsafe { OwnedFd::from_raw_fd(raw) };
+    match PoolError::last_os("memfd_create", len) {
+        PoolError::Os { source, .. } if source.raw_os_error() == Some(libc::ENOSYS) => {
+            open_unlinked_shm(len)
+        }
+        other => Err(other),
+    }
+}
+
+/// Systems without `memfd_create`: a POSIX shared-memory object unlinked at once.
+#[cfg(not(any(target_os = "linux", target_os = "android", target_os = "freebsd")))]
+fn open_anonymous(len: usize) -> Result<OwnedFd, PoolError> {
+    open_unlinked_shm(len)
+}
+
+/// A new POSIX shared-memory object (`shm_open` with `O_EXCL`, under a name of this process
+/// and a counter), unlinked as soon as it is open: like a memfd, it then lives only as long
+/// as its descriptors and mappings, and a crash leaves nothing behind in `/dev/shm`.
+fn open_unlinked_shm(len: usize) -> Result<OwnedFd, PoolError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    loop {
+        let serial = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("/heapworks-pool-{}-{serial}\0", std::process::id());
+        let name = CStr::from_bytes_with_nul(name.as_bytes()).expect("one NUL, at the end");
+        // SAFETY: `name` is NUL-terminated; the flags and mode are valid. O_EXCL: a name
+        // left by another process is never opened.
+        let raw = unsafe {
+            libc::shm_open(
+                name.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL,
+                0o600 as libc::mode_t,
+            )
+        };
+        if raw < 0 {
+            let error = PoolError::last_os("shm_open", len);
+            if matches!(&error, PoolError::Os { source, .. } if source.raw_os_error() == Some(libc::EEXIST))
+            {
+                continue;
+            }
+            return Err(error);
+        }
+        // SAFETY: `raw` was just opened by shm_open and is owned by nobody else.
+        let file = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: unlinking a name this call created; the open descriptor keeps the object.
+        unsafe { libc::shm_unlink(name.as_ptr()) };
+        // SAFETY: setting the close-on-exec flag of a descriptor owned here.
+        if unsafe { libc::fcntl(raw, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+            return Err(PoolError::last_os("fcntl", len));
+        }
+        return Ok(file);
+    }
+}
+
+/// Sizes `file` to `len` bytes (zeros).
+fn size_file(file: OwnedFd, len: usize) -> Result<OwnedFd, PoolError> {
     let size = libc::off_t::try_from(len).map_err(|_| PoolError::TooLarge { len })?;
-    // SAFETY: `file` is an open memfd; ftruncate only sets its size.
-    if unsafe { libc::ftruncate(raw, size) } != 0 {
+    // SAFETY: `file` is an open descriptor owned here; ftruncate only sets its size.
+    if unsafe { libc::ftruncate(file.as_raw_fd(), size) } != 0 {
         return Err(PoolError::last_os("ftruncate", len));
     }
     Ok(file)
@@ -74,7 +135,7 @@ fn create_file(len: usize) -> Result<OwnedFd, PoolError> {
 /// Maps `len` bytes of `file` from `offset`, shared and writable; `reported` is the length the
 /// error names.
 fn map_shared(
-    file: &impl std::os::fd::AsRawFd,
+    file: &impl AsRawFd,
     offset: u64,
     len: usize,
     reported: usize,
@@ -246,4 +307,37 @@ fn file_len(fd: RawFd) -> Result<u64, PoolError> {
     // SAFETY: fstat succeeded, so it filled the structure.
     let stat = unsafe { stat.assume_init() };
     Ok(u64::try_from(stat.st_size).unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fallback of systems without `memfd_create`, run here on purpose: an unlinked POSIX
+    /// object whose two mappings share their pages, and whose name is gone at once.
+    #[test]
+    fn an_unlinked_posix_object_serves_as_a_shared_file() {
+        let len = 3 * super::super::page_size();
+        let file = size_file(open_unlinked_shm(len).unwrap(), len).unwrap();
+        let prefix = format!("heapworks-pool-{}-", std::process::id());
+        let names = std::fs::read_dir("/dev/shm").unwrap();
+        assert!(!names
+            .flatten()
+            .any(|entry| entry.file_name().to_string_lossy().starts_with(&prefix)));
+        // SAFETY: F_GETFD only reads the descriptor's flags.
+        let flags = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_GETFD) };
+        assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC);
+        let (one, two) = (
+            map_shared(&file, 0, len, len).unwrap(),
+            map_shared(&file, 0, len, len).unwrap(),
+        );
+        // SAFETY: both are whole mappings of `len` bytes made above, unmapped below.
+        unsafe {
+            one.as_ptr().add(len - 1).write(42);
+            assert_eq!(two.as_ptr().add(len - 1).read(), 42);
+            assert_eq!(two.as_ptr().read(), 0);
+            libc::munmap(one.as_ptr().cast(), len);
+            libc::munmap(two.as_ptr().cast(), len);
+        }
+    }
 }
