@@ -107,48 +107,38 @@ fn soak_small_sizes_near_exhaustion_bins() {
 }
 
 #[test]
-fn soak_small_sizes_near_exhaustion_splay_tree() {
-    soak_small_sizes_near_exhaustion::<SplayTree>(OTHER_INDEX_SEEDS);
-}
-
-#[test]
-fn soak_small_sizes_near_exhaustion_hybrid() {
-    soak_small_sizes_near_exhaustion::<Hybrid>(OTHER_INDEX_SEEDS);
-}
-
-#[test]
 fn soak_large_sizes_bins() {
     soak_large_sizes::<Bins>(SOAK_SEEDS);
 }
 
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "slow under Miri; the small-size soak covers this index"
-)]
-fn soak_large_sizes_splay_tree() {
-    soak_large_sizes::<SplayTree>(OTHER_INDEX_SEEDS);
+/// The two soaks on another index: the small-size one everywhere, the large-size one
+/// (its 4 MiB arena is slow under Miri) outside Miri.
+macro_rules! soaks_on {
+    ($small:ident, $large:ident, $index:ty) => {
+        #[test]
+        fn $small() {
+            soak_small_sizes_near_exhaustion::<$index>(OTHER_INDEX_SEEDS);
+        }
+
+        #[test]
+        #[cfg_attr(
+            miri,
+            ignore = "slow under Miri; the small-size soak covers this index"
+        )]
+        fn $large() {
+            soak_large_sizes::<$index>(OTHER_INDEX_SEEDS);
+        }
+    };
 }
 
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "slow under Miri; the small-size soak covers this index"
-)]
-fn soak_large_sizes_hybrid() {
-    soak_large_sizes::<Hybrid>(OTHER_INDEX_SEEDS);
-}
-
-#[test]
-fn soak_small_sizes_near_exhaustion_segregated_lists() {
-    soak_small_sizes_near_exhaustion::<SegregatedLists>(OTHER_INDEX_SEEDS);
-}
-
-#[test]
-#[cfg_attr(
-    miri,
-    ignore = "slow under Miri; the small-size soak covers this index"
-)]
-fn soak_large_sizes_segregated_lists() {
-    soak_large_sizes::<SegregatedLists>(OTHER_INDEX_SEEDS);
-}
+soaks_on!(
+    soak_small_sizes_splay_tree,
+    soak_large_sizes_splay_tree,
+    SplayTree
+);
+soaks_on!(soak_small_sizes_hybrid, soak_large_sizes_hybrid, Hybrid);
+soaks_on!(
+    soak_small_sizes_segregated_lists,
+    soak_large_sizes_segregated_lists,
+    SegregatedLists
+);
