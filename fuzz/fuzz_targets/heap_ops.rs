@@ -1,24 +1,34 @@
 //! Fuzzes operation sequences against the shadow model: the first byte picks the arena size and
-//! the largest request, the rest decode to operations (see `heapworks_testkit::Op::decode_all`).
-//! Every step is verified (alignment, overlap, contents, failed calls change nothing) and the
-//! heap is checked after every operation.
+//! the largest request, the second the free index (bins, splay tree, hybrid, segregated lists), the rest decode to
+//! operations (see `heapworks_testkit::Op::decode_all`). Every step is verified (alignment,
+//! overlap, contents, failed calls change nothing) and the heap is checked after every operation.
 #![no_main]
 
+use heapworks::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
 use heapworks_testkit::{Arena, Model, Op};
 use libfuzzer_sys::fuzz_target;
 
+fn run<I: FreeIndex>(arena_bytes: usize, max_size: usize, ops: &[u8]) {
+    let mut arena = Arena::new(arena_bytes);
+    let bounds = arena.range();
+    let mut heap = arena.heap_with::<I>();
+    let mut model = Model::new(&mut heap, bounds, 1);
+    for op in Op::decode_all(ops, max_size) {
+        model.apply(op);
+    }
+    model.free_all();
+}
+
 fuzz_target!(|data: &[u8]| {
-    let Some((&shape, rest)) = data.split_first() else {
+    let [shape, index, ops @ ..] = data else {
         return;
     };
     let arena_bytes = 1024 << (shape % 8);
     let max_size = 64 << (shape / 8 % 10);
-    let mut arena = Arena::new(arena_bytes);
-    let bounds = arena.range();
-    let mut heap = arena.heap();
-    let mut model = Model::new(&mut heap, bounds, 1);
-    for op in Op::decode_all(rest, max_size) {
-        model.apply(op);
+    match index % 4 {
+        0 => run::<Bins>(arena_bytes, max_size, ops),
+        1 => run::<SplayTree>(arena_bytes, max_size, ops),
+        2 => run::<Hybrid>(arena_bytes, max_size, ops),
+        _ => run::<SegregatedLists>(arena_bytes, max_size, ops),
     }
-    model.free_all();
 });

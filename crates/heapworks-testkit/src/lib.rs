@@ -29,7 +29,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::ptr::NonNull;
 
-use heapworks::Heap;
+use heapworks::{Bins, FreeIndex, Heap};
 
 /// Memory for a heap to claim: a zeroed, 16-byte aligned buffer that outlives the heap.
 pub struct Arena {
@@ -67,7 +67,12 @@ impl Arena {
 
     /// A heap over the whole arena (the arena must outlive it).
     pub fn heap(&mut self) -> Heap {
-        let mut heap = Heap::new();
+        self.heap_with()
+    }
+
+    /// A heap on the free index `I` over the whole arena (the arena must outlive it).
+    pub fn heap_with<I: FreeIndex>(&mut self) -> Heap<I> {
+        let mut heap = Heap::<I>::empty();
         // SAFETY: the arena's memory is used by nothing else while the heap lives (callers keep
         // the arena alive and untouched), and the pointer carries provenance for all of it.
         unsafe { heap.claim(self.base(), self.len()) }.expect("arena large enough");
@@ -177,8 +182,8 @@ pub struct Tally {
 }
 
 /// A heap, its arena's bounds, and the shadow of its live blocks.
-pub struct Model<'a> {
-    heap: &'a mut Heap,
+pub struct Model<'a, I: FreeIndex = Bins> {
+    heap: &'a mut Heap<I>,
     bounds: std::ops::Range<usize>,
     live: Vec<Block>,
     /// Live blocks by start address → end address, for overlap checks.
@@ -189,10 +194,10 @@ pub struct Model<'a> {
     pub tally: Tally,
 }
 
-impl<'a> Model<'a> {
+impl<'a, I: FreeIndex> Model<'a, I> {
     /// A model over `heap`, whose blocks must all lie in `bounds`. `check()` runs after every
     /// `check_every` operations.
-    pub fn new(heap: &'a mut Heap, bounds: std::ops::Range<usize>, check_every: u64) -> Self {
+    pub fn new(heap: &'a mut Heap<I>, bounds: std::ops::Range<usize>, check_every: u64) -> Self {
         Model {
             heap,
             bounds,
@@ -505,9 +510,20 @@ pub fn random_op(rng: &mut Rng, live: usize, max_size: usize) -> Op {
 /// Runs `ops` random operations for `seed` over a fresh arena of `arena_bytes`, checking the heap
 /// every `check_every` operations, then frees everything. Returns what was done.
 pub fn soak(seed: u64, ops: usize, max_size: usize, arena_bytes: usize, check_every: u64) -> Tally {
+    soak_with::<Bins>(seed, ops, max_size, arena_bytes, check_every)
+}
+
+/// [`soak`] on a heap over the free index `I`.
+pub fn soak_with<I: FreeIndex>(
+    seed: u64,
+    ops: usize,
+    max_size: usize,
+    arena_bytes: usize,
+    check_every: u64,
+) -> Tally {
     let mut arena = Arena::new(arena_bytes);
     let bounds = arena.range();
-    let mut heap = arena.heap();
+    let mut heap = arena.heap_with::<I>();
     let mut model = Model::new(&mut heap, bounds, check_every);
     let mut rng = Rng::new(seed);
     for _ in 0..ops {

@@ -34,6 +34,9 @@ const EXACT_BINS: usize = 2 * SUB_BINS - MIN_GRANULES;
 /// granule count a `usize` can hold, so no size needs clamping into the map.
 const SHIFTS: usize = (usize::BITS - GRANULE_SHIFT - SUB_BITS) as usize;
 
+/// The smallest size above the exact bins (2 KiB on 64-bit targets, 1 KiB on 32-bit ones).
+pub(crate) const EXACT_LIMIT: usize = (2 * SUB_BINS) << GRANULE_SHIFT;
+
 /// Total number of bins: the exact ones and `SUB_BINS` for every further shift.
 pub(crate) const BIN_COUNT: usize = EXACT_BINS + (SHIFTS - 1) * SUB_BINS;
 

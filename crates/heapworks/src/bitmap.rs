@@ -68,7 +68,7 @@ impl Bitmap {
 
     /// Whether bit `bit` is set: bin `bit`'s occupancy bit for `bit < BIN_SLOTS` (spare slots
     /// included), summary bit `bit - SUMMARY_BITS` from [`SUMMARY_BITS`] on. For the checker,
-    /// which reads the bitmap only through this (see [`crate::free_index`]'s `is_marked`).
+    /// which reads the bitmap only through this (see [`crate::index::bins`]'s `is_marked`).
     ///
     /// # Panics
     /// If `bit >= SUMMARY_BITS + BITS`.
@@ -102,7 +102,7 @@ impl Bitmap {
         }
         let here = self.words[word_index] & (u64::MAX << (bin % BITS));
         if here != 0 {
-            return Some(word_index * BITS + here.trailing_zeros() as usize);
+            return Some(slot(word_index, here));
         }
         // `word_index + 1 <= WORDS <= BITS`; a shift by BITS must give an empty mask.
         let above = self.summary & u64::MAX.checked_shl(word_index as u32 + 1).unwrap_or(0);
@@ -112,14 +112,29 @@ impl Bitmap {
         let found = above.trailing_zeros() as usize;
         // SAFETY: the summary has bits only for existing words (set only with a bin's bit).
         unsafe { core::hint::assert_unchecked(found < WORDS) };
-        Some(found * BITS + self.words[found].trailing_zeros() as usize)
+        Some(slot(found, self.words[found]))
     }
 
     /// The highest non-empty bin, if any.
     pub(crate) fn last(&self) -> Option<usize> {
         let word = self.summary.checked_ilog2()? as usize;
-        Some(word * BITS + self.words[word].ilog2() as usize)
+        // SAFETY: as in `first_at_or_above`: summary bits name existing words only.
+        unsafe { core::hint::assert_unchecked(word < WORDS) };
+        let bit = self.words[word].ilog2() as usize;
+        Some(word * BITS + bit)
     }
+}
+
+/// The bin of the lowest set bit of `bits`, the word at `word_index`: below [`BIN_SLOTS`],
+/// which the compiler is told, so a bin found in the bitmap indexes the lists and the bitmap
+/// without a bounds check (and without a panic path in the shipped allocator).
+#[inline(always)]
+fn slot(word_index: usize, bits: u64) -> usize {
+    let bin = word_index * BITS + bits.trailing_zeros() as usize;
+    // SAFETY: `word_index < WORDS` (the callers index `words` with it) and `bits != 0` (the
+    // callers found it so), so `trailing_zeros() < BITS` and `bin < WORDS * BITS`.
+    unsafe { core::hint::assert_unchecked(word_index < WORDS && bits != 0 && bin < BIN_SLOTS) };
+    bin
 }
 
 /// Fault injection for the checker's tests: the free index owns its bitmap privately, so a test

@@ -1,39 +1,35 @@
 //! The heap checker: walks every region chunk by chunk and verifies every invariant stated in
-//! [`crate::chunk`], [`crate::free_index`], [`crate::bitmap`], [`crate::region`],
-//! [`crate::heap`] and [`crate::stats`].
+//! [`crate::chunk`], [`crate::region`], [`crate::heap`] and [`crate::stats`], and has the free
+//! index verify its own (see [`crate::index`]; the bins' checks are in `index/bins/check.rs`).
 //!
 //! What it verifies, in this order (the first violation is returned):
 //! 1. Each region: its record chunk, then every chunk up to the sentinel (size in bounds, no
 //!    stray bits, `PREV_IN_USE` matching the chunk before, no two free chunks adjacent, a free
-//!    chunk's footer equal to its size, its links consistent with its neighbours' and with its
-//!    bin's head), then the sentinel.
-//! 2. The free index: for every bin slot, spare slots included, the occupancy bit is set
-//!    exactly when the list is non-empty (and never for a spare slot); every listed chunk is a
-//!    free chunk of that bin; every summary bit is set exactly when its word of bin bits is
-//!    non-zero (and never beyond the map).
-//! 3. The lists hold exactly the free chunks the walk found: as many, and the same ones (a
-//!    sum of a bijective mix of their addresses must match too, so an entry swapped for a
-//!    chunk that is not free cannot hide behind a matching count). On a mismatch a second,
-//!    slower pass names the chunk: a free chunk in no list, or a listed entry in excess.
-//! 4. The statistics: bytes in use and managed equal the walk's; with feature `counters`,
+//!    chunk's footer equal to its size, its index entry consistent with its neighbours'), then
+//!    the sentinel.
+//! 2. The free index: its own invariants, and that it files exactly the free chunks the walk
+//!    found (as many, and the same ones: a sum of a bijective mix of their addresses must
+//!    match too, so an entry swapped for a chunk that is not free cannot hide behind a
+//!    matching count). On a mismatch a second, slower pass names the chunk: a free chunk that
+//!    is not filed, or an entry in excess.
+//! 3. The statistics: bytes in use and managed equal the walk's; with feature `counters`,
 //!    `in_use <= peak_in_use <= managed`, and allocations minus frees equals the number of
 //!    allocated chunks (every successful allocation makes one chunk, `allocate_run` counts
 //!    each block it makes, every free removes one, and a realloc, in place or moved, leaves
 //!    the number unchanged and counts neither). The realloc count has no such invariant.
 //!
-//! It runs in O(chunks + bins) on a sound heap; only the diagnosis of a lost chunk (3) costs
-//! more, O(free chunks × list length), and only on a corrupt heap. It trusts nothing it reads:
-//! sizes are bounded by the region before they are followed, bins are computed only from
-//! sizes already checked, null links are reported rather than followed, and list walks are
-//! bounded by the number of free chunks found, so a corrupt heap cannot make it loop or read
-//! outside the regions (beyond the first words of a chunk a corrupt link points at).
+//! It runs in O(chunks + bins) on a sound heap with the default index (a tree index adds a
+//! search per distinct size); only the diagnosis of a lost chunk costs more, and only on a
+//! corrupt heap. It trusts nothing it reads: sizes are bounded by the region before they are
+//! followed, null links are reported rather than followed, and the index's walks are bounded
+//! by the number of free chunks found, so a corrupt heap cannot make it loop or read outside
+//! the regions (beyond the first words of a chunk a corrupt link points at).
 
 use core::ptr::{self, NonNull};
 
-use crate::bins::{bin_of, BIN_COUNT};
-use crate::bitmap::{BIN_SLOTS, BITS, SUMMARY_BITS};
 use crate::chunk::{Chunk, IN_USE, MIN_CHUNK, PREV_IN_USE, SIZE_MASK};
 use crate::error::{Corruption, CorruptionKind};
+use crate::index::{mix, FreeIndex, Walked};
 use crate::region::{first_chunk_addr, RegionRecord, RECORD_CHUNK};
 use crate::Heap;
 
@@ -48,48 +44,31 @@ struct Tally {
     free_fingerprint: usize,
 }
 
-/// A bijection on addresses, summed into fingerprints of chunk sets: two sets of equal size
-/// that differ in one chunk always get different sums.
-fn mix(addr: usize) -> usize {
-    (addr ^ (addr >> 17)).wrapping_mul(0x9E37_79B9_7F4A_7C15_u64 as usize)
-}
-
-/// The bin of a chunk with header `header`, if its size is a chunk size at all.
-fn bin_of_claimed(header: usize) -> Option<usize> {
-    let size = header & SIZE_MASK;
-    (size >= MIN_CHUNK).then(|| bin_of(size))
-}
-
 fn fail<T>(addr: usize, kind: CorruptionKind) -> Result<T, Corruption> {
-    Err(Corruption {
-        addr,
-        bin: None,
-        kind,
-    })
+    crate::index::fault(addr, kind)
 }
 
-fn fail_in<T>(addr: usize, bin: usize, kind: CorruptionKind) -> Result<T, Corruption> {
-    Err(Corruption {
-        addr,
-        bin: Some(bin),
-        kind,
-    })
-}
-
-impl Heap {
+impl<I: FreeIndex> Heap<I> {
     /// Verifies every invariant of the heap and returns the first violation found, with the
-    /// address involved and, for a fault of the free index, the bin (see [`Corruption`]).
+    /// address involved and, for a fault of the default index, the bin (see [`Corruption`]).
     ///
     /// Verified: every region's chunks (sizes, flags, footers, no two free chunks adjacent) and
-    /// sentinel; every free chunk linked consistently into exactly the list of its bin; every
-    /// occupancy and summary bit of the bitmap; the statistics against the walk. O(chunks +
-    /// bins) on a sound heap.
+    /// sentinel; every free chunk filed consistently in the free index, and nothing else (with
+    /// the default index: exactly the list of its bin, and every occupancy and summary bit of
+    /// the bitmap); the statistics against the walk. O(chunks + bins) on a sound heap with the
+    /// default index.
     pub fn check(&self) -> Result<(), Corruption> {
         let mut tally = Tally::default();
         for record in self.regions() {
             self.check_region(record, &mut tally)?;
         }
-        self.check_bins(&tally)?;
+        let filed = self.index.tally(tally.free_chunks)?;
+        if filed != Some((tally.free_chunks, tally.free_fingerprint)) {
+            return Err(self.index.diagnose(&Walked {
+                free_chunks: tally.free_chunks,
+                regions: self.regions,
+            }));
+        }
         self.check_stats(&tally)
     }
 
@@ -170,199 +149,12 @@ impl Heap {
         if unsafe { chunk.footer() } != size {
             return fail(addr, CorruptionKind::BadFooter);
         }
-        // SAFETY: a free chunk's link words are inside it.
-        unsafe { self.check_links(chunk, size)? };
+        // SAFETY: a free chunk of at least MIN_CHUNK bytes inside the region.
+        unsafe { self.index.check_filed(chunk, size)? };
         tally.free_chunks += 1;
         tally.free_bytes += size;
         tally.free_fingerprint = tally.free_fingerprint.wrapping_add(mix(addr));
         Ok(size)
-    }
-
-    /// The list neighbours of a chunk taken for free, `(next, prev)`, the sink read as `None`;
-    /// `None` when a link word is null (no link ever is: lists end in the sink).
-    ///
-    /// # Safety
-    /// `chunk`'s two link words (the first two payload words) are readable.
-    unsafe fn links_of(&self, chunk: Chunk) -> Option<(Option<Chunk>, Option<Chunk>)> {
-        let words = chunk.payload().cast::<Option<Chunk>>();
-        // SAFETY: forwarded from the caller; payloads are GRANULE-aligned, and `Option<Chunk>`
-        // is a nullable pointer, valid for any word.
-        let (next, prev) = unsafe { (words.read(), words.add(1).read()) };
-        next?;
-        prev?;
-        // SAFETY: both link words hold chunks (or the sink), as the index reads them.
-        unsafe { Some((self.index.next_of(chunk), self.index.prev_of(chunk))) }
-    }
-
-    /// Checks that a free chunk is linked into its bin's list consistently: it heads its bin
-    /// or its predecessor links to it, and its successor links back and shares its bin.
-    ///
-    /// # Safety
-    /// `chunk` is a free chunk of `size` bytes (at least `MIN_CHUNK`) with readable link words.
-    unsafe fn check_links(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
-        let bin = bin_of(size);
-        let bad_link = fail_in(chunk.addr(), bin, CorruptionKind::BadLink);
-        // SAFETY: forwarded from the caller.
-        let Some((next, prev)) = (unsafe { self.links_of(chunk) }) else {
-            return bad_link;
-        };
-        // SAFETY: a non-null link points at a chunk or the sink, whose first words are read
-        // here (and only its first words: the module's stated limit for corrupt links).
-        unsafe {
-            match prev {
-                None if self.index.head(bin) == Some(chunk) => {}
-                Some(prev) if self.links_of(prev).is_some_and(|(n, _)| n == Some(chunk)) => {}
-                _ => return bad_link,
-            }
-            if let Some(next) = next {
-                if self.links_of(next).is_none_or(|(_, p)| p != Some(chunk))
-                    || bin_of_claimed(next.header()) != Some(bin)
-                {
-                    return bad_link;
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Checks the bitmap against the lists, bin by bin and then the summary, and the lists
-    /// against the free chunks of the walk.
-    fn check_bins(&self, tally: &Tally) -> Result<(), Corruption> {
-        let index_addr = ptr::from_ref(&self.index).addr();
-        let mut listed = 0;
-        let mut fingerprint = 0usize;
-        let mut occupied_words = 0u64;
-        for bin in 0..BIN_SLOTS {
-            let head = self.index.head(bin);
-            let marked = self.index.is_marked(bin);
-            if marked {
-                occupied_words |= 1 << (bin / BITS);
-            }
-            let spare = bin >= BIN_COUNT;
-            if head.is_some() != marked || (spare && (marked || head.is_some())) {
-                let addr = head.map_or(index_addr, Chunk::addr);
-                return fail_in(addr, bin, CorruptionKind::BadBitmap);
-            }
-            let mut cursor = head;
-            while let Some(chunk) = cursor {
-                listed += 1;
-                if listed > tally.free_chunks {
-                    return Err(self.diagnose_lost(tally));
-                }
-                // SAFETY: `chunk` was reached from a bin head through links that were non-null;
-                // only its header and link words are read.
-                let (header, links) = unsafe { (chunk.header(), self.links_of(chunk)) };
-                let free_here = header & (IN_USE | !SIZE_MASK & !PREV_IN_USE) == 0
-                    && bin_of_claimed(header) == Some(bin);
-                let Some((next, _)) = links.filter(|_| free_here) else {
-                    return fail_in(chunk.addr(), bin, CorruptionKind::BadLink);
-                };
-                fingerprint = fingerprint.wrapping_add(mix(chunk.addr()));
-                cursor = next;
-            }
-        }
-        for word in 0..BITS {
-            let expected = occupied_words & (1 << word) != 0;
-            if self.index.is_marked(SUMMARY_BITS + word) != expected {
-                return fail_in(index_addr, word * BITS, CorruptionKind::BadSummary);
-            }
-        }
-        if listed != tally.free_chunks || fingerprint != tally.free_fingerprint {
-            return Err(self.diagnose_lost(tally));
-        }
-        Ok(())
-    }
-
-    /// Names the chunk behind a mismatch between the lists and the walk: the first free chunk
-    /// (in region order) missing from its bin's list, or else the first list entry (in bin
-    /// order) that is not a free chunk of the walk or that a list holds twice.
-    ///
-    /// The heap's chunks passed the walk and every list entry's link words were read in
-    /// [`Heap::check_bins`] (as far as `free_chunks` entries), so this reads nothing new but
-    /// region chunks. O(free chunks × list length), plus O(entries × chunks) for an entry in
-    /// excess: for corrupt heaps only.
-    fn diagnose_lost(&self, tally: &Tally) -> Corruption {
-        let mut missing = None;
-        self.for_each_walked_chunk(|chunk, size, in_use| {
-            if missing.is_none() && !in_use {
-                let bin = bin_of(size);
-                if !self.is_listed(chunk, bin, tally.free_chunks) {
-                    missing = Some((chunk, bin));
-                }
-            }
-        });
-        if let Some((chunk, bin)) = missing {
-            return Corruption {
-                addr: chunk.addr(),
-                bin: Some(bin),
-                kind: CorruptionKind::LostChunk,
-            };
-        }
-        // Every free chunk is listed, so the lists hold more entries than there are free
-        // chunks: one that is not a free chunk, or one listed twice.
-        let mut seen = 0;
-        let mut excess = None;
-        'bins: for bin in 0..BIN_COUNT {
-            let mut cursor = self.index.head(bin);
-            while let Some(chunk) = cursor {
-                seen += 1;
-                if seen > tally.free_chunks || !self.is_walked_free(chunk) {
-                    excess = Some((chunk, bin));
-                    break 'bins;
-                }
-                // SAFETY: `chunk` is a free chunk of the walk, so its link words are readable.
-                cursor = unsafe { self.links_of(chunk) }.and_then(|(next, _)| next);
-            }
-        }
-        // Not reached: lists without an entry in excess hold exactly the free chunks. Should it
-        // be, the free index is named.
-        let index_addr = ptr::from_ref(&self.index).addr();
-        let (addr, bin) =
-            excess.map_or((index_addr, None), |(chunk, bin)| (chunk.addr(), Some(bin)));
-        Corruption {
-            addr,
-            bin,
-            kind: CorruptionKind::LostChunk,
-        }
-    }
-
-    /// Whether `chunk` is in `bin`'s list within its first `limit` entries.
-    fn is_listed(&self, chunk: Chunk, bin: usize, limit: usize) -> bool {
-        let mut cursor = self.index.head(bin);
-        for _ in 0..limit {
-            let Some(entry) = cursor else { return false };
-            if entry == chunk {
-                return true;
-            }
-            // SAFETY: entries up to `limit` had their link words read by `check_bins`.
-            cursor = unsafe { self.links_of(entry) }.and_then(|(next, _)| next);
-        }
-        false
-    }
-
-    /// Whether `chunk` is a free chunk met by the walk of the regions.
-    fn is_walked_free(&self, chunk: Chunk) -> bool {
-        let mut found = false;
-        self.for_each_walked_chunk(|walked, _, in_use| found |= walked == chunk && !in_use);
-        found
-    }
-
-    /// Calls `f(chunk, size, in_use)` for every chunk between each region's record chunk and
-    /// sentinel: only after the walk of [`Heap::check_region`] passed.
-    fn for_each_walked_chunk(&self, mut f: impl FnMut(Chunk, usize, bool)) {
-        for record in self.regions() {
-            // SAFETY: the regions passed the walk: the record chunk and every size up to the
-            // sentinel are valid.
-            unsafe {
-                let sentinel = record.as_ref().sentinel;
-                let mut chunk = Chunk::from_payload(record.cast()).next();
-                while chunk != sentinel {
-                    let size = chunk.size();
-                    f(chunk, size, chunk.is_in_use());
-                    chunk = chunk.after(size);
-                }
-            }
-        }
     }
 
     /// Checks the statistics against the walk.
@@ -393,7 +185,8 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
-    use crate::bitmap::{fault, WORDS};
+    use crate::bins::{bin_of, BIN_COUNT};
+    use crate::bitmap::{fault, BIN_SLOTS, BITS, SUMMARY_BITS, WORDS};
     use crate::chunk::{GRANULE, WORD};
 
     /// Payload bytes of each fixture block.
@@ -662,7 +455,7 @@ mod tests {
         // get past it, so B's are made one (two more words).
         // SAFETY: B is a free chunk filed in the index.
         unsafe {
-            fixture.heap.index.remove(b, b.size());
+            fixture.heap.index.unlink(b, bin_of(b.size()));
             b.set_next_free(b);
             b.set_prev_free(b);
         }
@@ -704,7 +497,7 @@ mod tests {
         // SAFETY: the tail is a free chunk filed in the index.
         let bin = unsafe {
             let size = tail.size();
-            fixture.heap.index.remove(tail, size);
+            fixture.heap.index.unlink(tail, bin_of(size));
             tail.set_next_free(tail);
             tail.set_prev_free(tail);
             bin_of(size)

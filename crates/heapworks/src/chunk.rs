@@ -16,7 +16,7 @@
 //!   before the header is the previous chunk's footer, which holds that chunk's size: this
 //!   boundary tag is how `free` finds its left neighbour in O(1).
 //! - A free chunk's footer (its last word) equals its size; its `next`/`prev` words link it into
-//!   the list of its bin (see [`crate::free_index`]). An allocated chunk has no footer: its
+//!   the list of its bin (see [`crate::index::bins`]). An allocated chunk has no footer: its
 //!   payload runs up to the next header, so the overhead is exactly one word.
 //! - Two free chunks are never adjacent: `free` coalesces at once.
 
@@ -82,9 +82,11 @@ pub(crate) const fn align_up(addr: usize, align: usize) -> Option<usize> {
 ///
 /// All accessors are `unsafe`: the caller promises the pointer is a chunk header inside a
 /// claimed region (or, for the link accessors, a free chunk).
+///
+/// Public in name only (this module is private), so the sealed free-index trait may mention it.
 #[repr(transparent)]
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) struct Chunk(NonNull<u8>);
+pub struct Chunk(NonNull<u8>);
 
 impl Chunk {
     /// The chunk whose header is at `header`.

@@ -1,6 +1,6 @@
 //! The heap: allocation, release and in-place resizing over the chunks of its regions.
 //!
-//! Invariants (beyond those of [`crate::chunk`], [`crate::free_index`] and [`crate::region`],
+//! Invariants (beyond those of [`crate::chunk`], [`crate::index`] and [`crate::region`],
 //! all verified by [`Heap::check`]):
 //! - Every free chunk is filed in the free index; no allocated chunk is.
 //! - `counters.in_use` is the total size of allocated chunks (headers and rounding included),
@@ -9,7 +9,8 @@
 //!
 //! Costs: `free` and in-place resizing are O(1). `allocate` is O(1) except for two fallback
 //! walks, each taken only when no free chunk is large enough for the O(1) search:
-//! - a plain request walks its own bin ([`crate::free_index`]): at most the free chunks whose
+//! - with the default index, a plain request walks its own bin ([`crate::index::bins`]): at
+//!   most the free chunks whose
 //!   sizes share the request's 1/64-octave band;
 //! - an over-aligned request searches for `size + align + GRANULE` bytes, which always leaves
 //!   room for the padding; failing that, it walks the chunks that might still fit at their
@@ -21,13 +22,12 @@
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
-use crate::bins::bin_of;
 use crate::chunk::{
     chunk_size_for, chunk_size_for_layout, Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE,
     SIZE_MASK, WORD,
 };
 use crate::error::{AllocError, Misuse};
-use crate::free_index::{FreeIndex, BEST_FIT_FROM};
+use crate::index::{Bins, FreeIndex};
 use crate::region::RegionRecord;
 use crate::stats::Counters;
 
@@ -53,15 +53,20 @@ const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
 /// assert_eq!(heap.stats().in_use, 0);
 /// heap.check().unwrap();
 /// ```
-pub struct Heap {
-    pub(crate) index: FreeIndex,
+///
+/// The heap is generic over its free index: `Heap` is `Heap<Bins>`, the default;
+/// `Heap::<SplayTree>::empty()` or `Heap::<Hybrid>::empty()` build one over another index
+/// (see [`crate::index`]). Every method behaves the same whatever the index; only speed and
+/// fragmentation differ.
+pub struct Heap<I = Bins> {
+    pub(crate) index: I,
     pub(crate) regions: Option<NonNull<RegionRecord>>,
     pub(crate) counters: Counters,
 }
 
 // SAFETY: a `Heap` owns its regions exclusively (the `claim` contract); nothing in it is tied to
 // the thread that created it.
-unsafe impl Send for Heap {}
+unsafe impl<I: FreeIndex> Send for Heap<I> {}
 
 impl Default for Heap {
     fn default() -> Heap {
@@ -70,10 +75,52 @@ impl Default for Heap {
 }
 
 impl Heap {
-    /// An empty heap: every request fails until a region is claimed.
+    /// An empty heap over the default index: every request fails until a region is claimed.
     pub const fn new() -> Heap {
+        Heap::empty()
+    }
+
+    /// The bytes the block at `ptr` can hold (at least what was asked for).
+    ///
+    /// It reads only the block's header, so it needs no heap (nor its lock): a C `free` can
+    /// size a block before deciding where it goes.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of some `Heap`.
+    pub unsafe fn usable_size(ptr: NonNull<u8>) -> usize {
+        // SAFETY: a live block has a valid header.
+        unsafe { Chunk::from_payload(ptr).size() - WORD }
+    }
+
+    /// Whether the headers around `ptr` say it is a live block: its own header in use, of a
+    /// size of at least a chunk, and the next chunk's header saying its predecessor is in use
+    /// (a block freed into a heap clears that bit, even when it merged into a free chunk
+    /// before it). Two loads, no lock and no region look-up, for an embedder that caches
+    /// blocks outside the heap and wants a cheap check on a free; [`Heap::validate`] is the
+    /// full check.
+    ///
+    /// # Safety
+    /// `ptr` is, or was, a block of a `Heap` whose regions are all still claimed (so a
+    /// stale header's size still names a header inside them).
+    pub unsafe fn looks_live(ptr: NonNull<u8>) -> bool {
+        // SAFETY: the caller's promise: the header before `ptr` and the one its size names
+        // lie in a region that is still the heap's.
+        unsafe {
+            let chunk = Chunk::from_payload(ptr);
+            let header = chunk.header();
+            let size = header & SIZE_MASK;
+            header & IN_USE != 0
+                && size >= MIN_CHUNK
+                && chunk.after(size).header() & PREV_IN_USE != 0
+        }
+    }
+}
+
+impl<I: FreeIndex> Heap<I> {
+    /// An empty heap over the free index `I`: every request fails until a region is claimed.
+    pub const fn empty() -> Heap<I> {
         Heap {
-            index: FreeIndex::new(),
+            index: I::EMPTY,
             regions: None,
             counters: Counters::new(),
         }
@@ -96,31 +143,25 @@ impl Heap {
         if layout.align() > GRANULE {
             return self.allocate_aligned(size, layout.align());
         }
-        if size < BEST_FIT_FROM {
-            if let Some((head, bin)) = self.index.good_fit(size) {
-                // SAFETY: `head` is the first chunk of `bin`, a free chunk of at least `size`
-                // bytes.
-                unsafe { return Ok(self.take(head, Filed::Head(head, bin), size)) };
+        if size < I::GOOD_FIT_BELOW {
+            if let Some((head, slot)) = self.index.good_fit(size) {
+                // SAFETY: `good_fit` found `head`, a free chunk of at least `size` bytes filed
+                // under `slot`.
+                unsafe { return Ok(self.take(head, Filed::Head(head, slot), size)) };
             }
         }
         self.allocate_searched(size)
     }
 
-    /// Allocation by [`FreeIndex::find`] for a large request (its bounded best fit first), or,
-    /// for a small one whose good fit found nothing, the walk of its own bin.
+    /// Allocation by the index's search: for a large request (the default index's bounded
+    /// best fit first), or a small one whose good fit found nothing (the walk of its own bin).
     #[inline(never)]
     fn allocate_searched(&mut self, size: usize) -> Result<NonNull<u8>, AllocError> {
         // SAFETY: the index holds only free chunks of claimed regions.
-        let found = unsafe {
-            if size >= BEST_FIT_FROM {
-                self.index.find(size)
-            } else {
-                self.index.last_resort(size)
-            }
-        };
-        let (chunk, bin) = found.ok_or(AllocError)?;
-        // SAFETY: `chunk` is a free chunk filed in `bin`, of at least `size` bytes.
-        unsafe { Ok(self.take(chunk, Filed::Entry(chunk, bin), size)) }
+        let found = unsafe { self.index.search(size) };
+        let (chunk, slot) = found.ok_or(AllocError)?;
+        // SAFETY: `chunk` is a free chunk filed under `slot`, of at least `size` bytes.
+        unsafe { Ok(self.take(chunk, Filed::Entry(chunk, slot), size)) }
     }
 
     /// Allocates `size` bytes at the start of the free chunk `chunk`, which `filed` describes.
@@ -241,7 +282,7 @@ impl Heap {
                 // actual address.
                 None => self
                     .index
-                    .first_fit(bin_of(size), |chunk, chunk_size| {
+                    .first_fit(size, |chunk, chunk_size| {
                         front_padding(chunk, align).is_some_and(|pad| pad + size <= chunk_size)
                     })
                     .ok_or(AllocError)?,
@@ -291,7 +332,7 @@ impl Heap {
     ) -> usize {
         let spare = available - needed;
         // SAFETY: the tail lies inside the span; the index entry is moved before the tail's
-        // header and footer are written (see `FreeIndex::refile_in`).
+        // header and footer are written (the index contract, see `crate::index`).
         unsafe {
             if spare >= MIN_CHUNK {
                 let tail = block.after(needed);
@@ -411,12 +452,13 @@ impl Heap {
                 let prev_size = chunk.prev_free_size();
                 let prev = chunk.before(prev_size);
                 if next_is_free {
-                    self.index.remove(next, next_size);
+                    self.index.unlink(next, I::slot_of(next_size));
                 }
                 self.index.resize_entry(prev, prev_size, prev_size + total);
                 prev.write_free(prev_size + total, true);
             } else if next_is_free {
-                self.index.refile(next, next_size, chunk, total);
+                self.index
+                    .refile_in(next, I::slot_of(next_size), chunk, total);
                 chunk.write_free(total, true);
             } else {
                 self.index.insert(chunk, size);
@@ -585,9 +627,9 @@ impl Heap {
             if total < needed || !aligned {
                 return None;
             }
-            self.index.remove(prev, prev_size);
+            self.index.unlink(prev, I::slot_of(prev_size));
             if next_size != 0 {
-                self.index.remove(chunk.after(size), next_size);
+                self.index.unlink(chunk.after(size), I::slot_of(next_size));
             }
             let keep = old.size().min(new.size());
             core::ptr::copy(chunk.payload().as_ptr(), prev.payload().as_ptr(), keep);
@@ -670,7 +712,8 @@ impl Heap {
                     return;
                 }
                 let next_size = next_header & SIZE_MASK;
-                self.index.refile(next, next_size, tail, spare + next_size);
+                let slot = I::slot_of(next_size);
+                self.index.refile_in(next, slot, tail, spare + next_size);
                 tail.write_free(spare + next_size, true);
             } else if spare >= MIN_CHUNK {
                 self.index.insert(tail, spare);
@@ -701,47 +744,12 @@ impl Heap {
                 return false;
             }
             let prev_flag = chunk.header() & PREV_IN_USE;
-            let filed = Filed::Entry(next, bin_of(next_size));
+            let filed = Filed::Entry(next, I::slot_of(next_size));
             let taken = self.occupy_span(chunk, prev_flag, filed, size + next_size, needed);
             self.counters.in_use -= size;
             self.counters.grow_in_use(taken);
         }
         true
-    }
-
-    /// The bytes the block at `ptr` can hold (at least what was asked for).
-    ///
-    /// It reads only the block's header, so it needs no heap (nor its lock): a C `free` can
-    /// size a block before deciding where it goes.
-    ///
-    /// # Safety
-    /// `ptr` is a live block of some `Heap`.
-    pub unsafe fn usable_size(ptr: NonNull<u8>) -> usize {
-        // SAFETY: a live block has a valid header.
-        unsafe { Chunk::from_payload(ptr).size() - WORD }
-    }
-
-    /// Whether the headers around `ptr` say it is a live block: its own header in use, of a
-    /// size of at least a chunk, and the next chunk's header saying its predecessor is in use
-    /// (a block freed into a heap clears that bit, even when it merged into a free chunk
-    /// before it). Two loads, no lock and no region look-up, for an embedder that caches
-    /// blocks outside the heap and wants a cheap check on a free; [`Heap::validate`] is the
-    /// full check.
-    ///
-    /// # Safety
-    /// `ptr` is, or was, a block of a `Heap` whose regions are all still claimed (so a
-    /// stale header's size still names a header inside them).
-    pub unsafe fn looks_live(ptr: NonNull<u8>) -> bool {
-        // SAFETY: the caller's promise: the header before `ptr` and the one its size names
-        // lie in a region that is still the heap's.
-        unsafe {
-            let chunk = Chunk::from_payload(ptr);
-            let header = chunk.header();
-            let size = header & SIZE_MASK;
-            header & IN_USE != 0
-                && size >= MIN_CHUNK
-                && chunk.after(size).header() & PREV_IN_USE != 0
-        }
     }
 
     /// Checks that `ptr` is a live block of this heap, without changing anything.
@@ -796,9 +804,9 @@ impl Heap {
 enum Filed {
     /// The span holds no filed chunk.
     Nothing,
-    /// This chunk, filed in this bin.
+    /// This chunk, filed under this slot.
     Entry(Chunk, usize),
-    /// This chunk, first in this bin's list.
+    /// This chunk, found by the index's good fit under this slot.
     Head(Chunk, usize),
 }
 

@@ -14,7 +14,8 @@
 //!   `counters`) and a **heap checker** ([`Heap::check`]); feature `checked` (on in debug builds)
 //!   validates every pointer handed back.
 //!
-//! [`Heap`] is the unsynchronized engine. [`LockedHeap`] (feature `lock_api`, on by default)
+//! [`Heap`] is the unsynchronized engine, generic over its free index ([`Bins`] by default;
+//! [`SplayTree`], [`Hybrid`] and [`SegregatedLists`] are the others, see [`index`]). [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
 //! [`UnsyncHeap`] serves single-threaded programs without a lock. On single-core
 //! microcontrollers whose interrupt handlers allocate, `CriticalSectionHeap` (feature
@@ -53,9 +54,9 @@ mod chunk;
 #[cfg(feature = "critical-section")]
 mod critical;
 mod error;
-mod free_index;
 mod global;
 mod heap;
+pub mod index;
 #[cfg(feature = "lock_api")]
 mod locked;
 mod region;
@@ -67,6 +68,7 @@ mod unsync;
 pub use critical::{CriticalSectionHeap, CriticalSectionLock};
 pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
 pub use heap::Heap;
+pub use index::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
 #[cfg(feature = "lock_api")]
 pub use locked::LockedHeap;
 pub use stats::Stats;

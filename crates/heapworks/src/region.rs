@@ -12,7 +12,7 @@
 //!   chunk an in-use left neighbour, so no chunk ever looks left of its region.
 //! - Each region ends with an *end sentinel*: a header of size 0 marked in use, so no chunk
 //!   coalesces past the end. Its `PREV_IN_USE` flag tells whether the last chunk is free.
-//! - The first region's record holds the heap's list *sink* (see [`crate::free_index`]): a
+//! - The first region's record holds the heap's list *sink* (see [`crate::index::bins`]): a
 //!   word that list operations may overwrite at will; it means nothing.
 //! - Regions never overlap. `extend` moves the sentinel of one region forward; growth smaller
 //!   than a minimal chunk that cannot join a free last chunk waits in the padding until a
@@ -22,6 +22,7 @@ use core::ptr::NonNull;
 
 use crate::chunk::{chunk_size_for, Chunk, GRANULE, IN_USE, MIN_CHUNK, PREV_IN_USE, WORD};
 use crate::error::ClaimError;
+use crate::index::FreeIndex;
 use crate::Heap;
 
 /// The bookkeeping a region keeps about itself, in its record chunk's payload.
@@ -83,7 +84,7 @@ pub(crate) fn sentinel_slot_before(end: usize) -> usize {
     ((end - 2 * WORD) & !(GRANULE - 1)) + WORD
 }
 
-impl Heap {
+impl<I: FreeIndex> Heap<I> {
     /// Adds the memory `[base, base + size)` to the heap.
     ///
     /// Any base alignment works; a few bytes at each end may go unused to align headers.
@@ -182,7 +183,7 @@ impl Heap {
             if last_is_free {
                 let last_size = sentinel.prev_free_size();
                 let last = sentinel.before(last_size);
-                self.index.remove(last, last_size);
+                self.index.unlink(last, I::slot_of(last_size));
                 last.write_free(last_size + gap, true);
                 self.index.insert(last, last_size + gap);
             } else if gap >= MIN_CHUNK {

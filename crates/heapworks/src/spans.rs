@@ -13,9 +13,10 @@
 
 use core::ptr::NonNull;
 
+use crate::index::FreeIndex;
 use crate::Heap;
 
-impl Heap {
+impl<I: FreeIndex> Heap<I> {
     /// Calls `f(start, len)` for the unused bytes of every free chunk (those between its link
     /// words and its footer), in no particular order; chunks too small to have any are
     /// skipped. O(free chunks + bins). `f` must not use the heap; it may overwrite or discard

@@ -8,6 +8,7 @@
 //! when a call succeeds.
 
 use crate::chunk::WORD;
+use crate::index::FreeIndex;
 use crate::Heap;
 
 /// The counters a heap updates on every call (a handful of adds; always on).
@@ -85,7 +86,7 @@ fn counted<T>(value: T) -> Option<T> {
     cfg!(feature = "counters").then_some(value)
 }
 
-impl Heap {
+impl<I: FreeIndex> Heap<I> {
     /// The heap's statistics. O(1) but for `largest_free`, which walks the highest
     /// non-empty bin.
     pub fn stats(&self) -> Stats {

@@ -6,8 +6,14 @@
 //! Two drivers: proptest (shrinks a failure to a minimal sequence) and seeded soak runs (many
 //! more operations, deterministic per seed). Together they run millions of operations; under Miri
 //! the sizes shrink so the same code runs in minutes.
+//!
+//! Every test runs on each free index: the default bins, the splay tree, the hybrid and the
+//! segregated lists. Under Miri, which spends its time on the checker's walk after every step,
+//! the other indexes run only their small-size soak (and their unit tests in the crate), so
+//! the core's Miri run stays about as long as it was.
 
-use heapworks_testkit::{soak, Arena, Model, Op};
+use heapworks::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
+use heapworks_testkit::{soak_with, Arena, Model, Op};
 use proptest::prelude::*;
 
 fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
@@ -26,10 +32,10 @@ fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
 const MAX_OPS: usize = if cfg!(miri) { 60 } else { 600 };
 const LARGE: usize = if cfg!(miri) { 3000 } else { 40_000 };
 
-fn run(ops: &[Op], arena_bytes: usize) {
+fn run<I: FreeIndex>(ops: &[Op], arena_bytes: usize) {
     let mut arena = Arena::new(arena_bytes);
     let bounds = arena.range();
-    let mut heap = arena.heap();
+    let mut heap = arena.heap_with::<I>();
     let mut model = Model::new(&mut heap, bounds, 1);
     for &op in ops {
         model.apply(op);
@@ -47,13 +53,23 @@ proptest! {
     /// Small blocks in a small arena: exhaustion, splitting and coalescing all the time.
     #[test]
     fn small_blocks_in_a_tight_arena(ops in prop::collection::vec(op_strategy(300), 1..MAX_OPS)) {
-        run(&ops, 16 * 1024);
+        run::<Bins>(&ops, 16 * 1024);
+        if !cfg!(miri) {
+            run::<SplayTree>(&ops, 16 * 1024);
+            run::<Hybrid>(&ops, 16 * 1024);
+            run::<SegregatedLists>(&ops, 16 * 1024);
+        }
     }
 
     /// Sizes across many bins, with high alignments.
     #[test]
     fn mixed_sizes(ops in prop::collection::vec(op_strategy(LARGE), 1..MAX_OPS)) {
-        run(&ops, 1 << 20);
+        run::<Bins>(&ops, 1 << 20);
+        if !cfg!(miri) {
+            run::<SplayTree>(&ops, 1 << 20);
+            run::<Hybrid>(&ops, 1 << 20);
+            run::<SegregatedLists>(&ops, 1 << 20);
+        }
     }
 }
 
@@ -61,11 +77,14 @@ proptest! {
 const SOAK_OPS: usize = if cfg!(miri) { 300 } else { 200_000 };
 const SOAK_SEEDS: u64 = if cfg!(miri) { 1 } else { 6 };
 
-#[test]
-fn soak_small_sizes_near_exhaustion() {
-    for seed in 0..SOAK_SEEDS {
+/// Seeds per test for the indexes other than the default. Under Miri they run the small-size
+/// soak only: the large-size soak's 4 MiB arena is what makes it slow there.
+const OTHER_INDEX_SEEDS: u64 = if cfg!(miri) { 1 } else { 2 };
+
+fn soak_small_sizes_near_exhaustion<I: FreeIndex>(seeds: u64) {
+    for seed in 0..seeds {
         let arena = if cfg!(miri) { 4 * 1024 } else { 64 * 1024 };
-        let tally = soak(seed, SOAK_OPS, 512, arena, 16);
+        let tally = soak_with::<I>(seed, SOAK_OPS, 512, arena, 16);
         assert!(
             tally.failed_allocations > 0,
             "the arena never filled: {tally:?}"
@@ -74,11 +93,52 @@ fn soak_small_sizes_near_exhaustion() {
     }
 }
 
-#[test]
-fn soak_large_sizes() {
-    for seed in 100..100 + SOAK_SEEDS {
-        let tally = soak(seed, SOAK_OPS, LARGE, 4 << 20, 64);
+fn soak_large_sizes<I: FreeIndex>(seeds: u64) {
+    for seed in 100..100 + seeds {
+        let tally = soak_with::<I>(seed, SOAK_OPS, LARGE, 4 << 20, 64);
         assert!(tally.allocations > tally.failed_allocations, "{tally:?}");
         assert!(tally.grown_in_place > 0, "{tally:?}");
     }
 }
+
+#[test]
+fn soak_small_sizes_near_exhaustion_bins() {
+    soak_small_sizes_near_exhaustion::<Bins>(SOAK_SEEDS);
+}
+
+#[test]
+fn soak_large_sizes_bins() {
+    soak_large_sizes::<Bins>(SOAK_SEEDS);
+}
+
+/// The two soaks on another index: the small-size one everywhere, the large-size one
+/// (its 4 MiB arena is slow under Miri) outside Miri.
+macro_rules! soaks_on {
+    ($small:ident, $large:ident, $index:ty) => {
+        #[test]
+        fn $small() {
+            soak_small_sizes_near_exhaustion::<$index>(OTHER_INDEX_SEEDS);
+        }
+
+        #[test]
+        #[cfg_attr(
+            miri,
+            ignore = "slow under Miri; the small-size soak covers this index"
+        )]
+        fn $large() {
+            soak_large_sizes::<$index>(OTHER_INDEX_SEEDS);
+        }
+    };
+}
+
+soaks_on!(
+    soak_small_sizes_splay_tree,
+    soak_large_sizes_splay_tree,
+    SplayTree
+);
+soaks_on!(soak_small_sizes_hybrid, soak_large_sizes_hybrid, Hybrid);
+soaks_on!(
+    soak_small_sizes_segregated_lists,
+    soak_large_sizes_segregated_lists,
+    SegregatedLists
+);

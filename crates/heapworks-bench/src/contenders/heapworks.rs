@@ -1,18 +1,19 @@
-//! heapworks, the allocator under test, through its raw unsynchronized `Heap`.
+//! heapworks, the allocator under test, through its raw unsynchronized `Heap`, on the default
+//! free index or another one.
 
 use std::alloc::Layout;
 use std::ptr::{self, NonNull};
 
-use heapworks::Heap;
+use heapworks::{Bins, FreeIndex, Heap};
 
 use super::{RawHeap, SetupError};
 
-/// heapworks' heap.
-pub struct HeapworksHeap(Heap);
+/// heapworks' heap on the free index `I`.
+pub struct HeapworksHeap<I: FreeIndex = Bins>(Heap<I>);
 
-impl RawHeap for HeapworksHeap {
+impl<I: FreeIndex> RawHeap for HeapworksHeap<I> {
     fn unclaimed() -> Self {
-        Self(Heap::new())
+        Self(Heap::empty())
     }
 
     unsafe fn claim(&mut self, base: *mut u8, len: usize) -> Result<(), SetupError> {

@@ -1,4 +1,4 @@
-//! The free index: every free chunk, filed by size in doubly linked bin lists.
+//! The default free index, [`Bins`]: every free chunk, filed by size in doubly linked bin lists.
 //!
 //! Invariants (verified by [`crate::Heap::check`]):
 //! - Each free chunk is in exactly one list, the one of [`bin_of`]`(its size)`.
@@ -16,7 +16,7 @@
 //! chunk's `next` or the bin's head, picked without a jump. The sink lives in region memory,
 //! not in the heap, so the heap may still be moved after a claim.
 //!
-//! Finding a chunk for a request of `size` bytes ([`FreeIndex::find`]) is TLSF's *good fit*:
+//! Finding a chunk for a request of `size` bytes ([`Bins::find`]) is TLSF's *good fit*:
 //! the head of the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk
 //! fits: one masked bit scan (two with the bitmap's summary), no list walk, and the only chunk
 //! touched is the one taken. Bins are 1/64 of an octave wide, so skipping the request's own bin
@@ -31,30 +31,37 @@
 //! heap whose free chunks all lie just below the request's size, in its band).
 //!
 //! `find` does not take the chunk out: the heap then either unlinks it or, when the part left
-//! free stays in the same bin, moves its entry in place ([`FreeIndex::refile`]), which spares
+//! free stays in the same bin, moves its entry in place ([`Bins::refile`]), which spares
 //! the bitmap.
+
+mod check;
 
 use core::hint::select_unpredictable;
 
 use crate::bins::{bin_of, ceil_bin_of};
 use crate::bitmap::{Bitmap, BIN_SLOTS};
 use crate::chunk::Chunk;
+use crate::error::Corruption;
+use crate::index::{Index, Walked};
 
 /// Requests from this size up look for a best fit in their own bin first.
 pub(crate) const BEST_FIT_FROM: usize = 8 << 10;
 /// How many chunks of its own bin such a request compares.
 pub(crate) const BEST_FIT_SCAN: usize = 4;
 
-pub(crate) struct FreeIndex {
+/// The default free index: segregated bins (exact up to 2 KiB on 64-bit targets, 64 per
+/// octave above), an occupancy bitmap over them, TLSF's good fit and a bounded best fit for
+/// large requests. See the module docs of `heapworks::index` for the others.
+pub struct Bins {
     occupancy: Bitmap,
     heads: [Option<Chunk>; BIN_SLOTS],
     sink: Option<Chunk>,
 }
 
-impl FreeIndex {
-    /// An index with no sink yet: every list operation waits for [`FreeIndex::adopt_sink`].
-    pub(crate) const fn new() -> FreeIndex {
-        FreeIndex {
+impl Bins {
+    /// An index with no sink yet: every list operation waits for [`Bins::adopt_sink`].
+    pub(crate) const fn new() -> Bins {
+        Bins {
             occupancy: Bitmap::new(),
             heads: [None; BIN_SLOTS],
             sink: None,
@@ -117,6 +124,8 @@ impl FreeIndex {
     /// `chunk` is a free chunk that is in no list, of a size that maps to `bin`.
     #[inline(always)]
     unsafe fn insert_in(&mut self, chunk: Chunk, bin: usize) {
+        // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
+        unsafe { assert_a_bin(bin) };
         // SAFETY: a free chunk exists, so a region was claimed and the sink adopted. `chunk` is
         // a free chunk, `old_head` a free chunk or the sink, so both carry link words.
         unsafe {
@@ -147,6 +156,8 @@ impl FreeIndex {
     /// `chunk` is a free chunk filed in `bin`, and its first chunk if `AT_HEAD`.
     #[inline(always)]
     unsafe fn unlink_entry<const AT_HEAD: bool>(&mut self, chunk: Chunk, bin: usize) {
+        // SAFETY: `chunk` is filed in `bin`, so `bin` is a bin.
+        unsafe { assert_a_bin(bin) };
         // SAFETY: `chunk` is listed, so its neighbours are listed chunks or the sink.
         let emptied = unsafe {
             let next = chunk.next_free();
@@ -164,33 +175,6 @@ impl FreeIndex {
         self.occupancy.clear_if(bin, emptied);
     }
 
-    /// Takes a free chunk of `size` bytes out of its list.
-    ///
-    /// # Safety
-    /// `chunk` is a free chunk of `size` bytes filed in this index.
-    #[inline(always)]
-    pub(crate) unsafe fn remove(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.unlink(chunk, bin_of(size)) }
-    }
-
-    /// The entry of the free chunk `from`, of `old_size` bytes, now stands for a free chunk of
-    /// `new_size` bytes at `to` (see [`FreeIndex::refile_in`]).
-    ///
-    /// # Safety
-    /// As for [`FreeIndex::refile_in`], with `from` of `old_size` bytes.
-    #[inline(always)]
-    pub(crate) unsafe fn refile(
-        &mut self,
-        from: Chunk,
-        old_size: usize,
-        to: Chunk,
-        new_size: usize,
-    ) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.refile_in(from, bin_of(old_size), to, new_size) }
-    }
-
     /// The entry of the free chunk `from`, filed in `bin`, now stands for a free chunk of
     /// `new_size` bytes at `to`: moved in place when the bin stays the same, re-filed otherwise.
     /// Only link words are written; the caller writes `to`'s header and footer afterwards.
@@ -204,11 +188,11 @@ impl FreeIndex {
         unsafe { self.refile_entry::<false>(from, bin, to, new_size) }
     }
 
-    /// [`FreeIndex::refile_in`] for `from` at the head of its list (as [`FreeIndex::good_fit`]
+    /// [`Bins::refile_in`] for `from` at the head of its list (as [`Bins::good_fit`]
     /// finds it).
     ///
     /// # Safety
-    /// As for [`FreeIndex::refile_in`], and `from` is the first chunk of `bin`'s list.
+    /// As for [`Bins::refile_in`], and `from` is the first chunk of `bin`'s list.
     #[inline(always)]
     pub(crate) unsafe fn refile_head(
         &mut self,
@@ -248,10 +232,10 @@ impl FreeIndex {
         }
     }
 
-    /// [`FreeIndex::refile_in`], knowing whether `from` heads its list.
+    /// [`Bins::refile_in`], knowing whether `from` heads its list.
     ///
     /// # Safety
-    /// As for [`FreeIndex::refile_in`], and `from` heads its list if `AT_HEAD`.
+    /// As for [`Bins::refile_in`], and `from` heads its list if `AT_HEAD`.
     #[inline(always)]
     unsafe fn refile_entry<const AT_HEAD: bool>(
         &mut self,
@@ -276,9 +260,11 @@ impl FreeIndex {
     /// (which may be `from`).
     ///
     /// # Safety
-    /// As for [`FreeIndex::refile_entry`].
+    /// As for [`Bins::refile_entry`].
     #[inline(always)]
     unsafe fn relocate<const AT_HEAD: bool>(&mut self, from: Chunk, to: Chunk, bin: usize) {
+        // SAFETY: `from` is filed in `bin`, so `bin` is a bin.
+        unsafe { assert_a_bin(bin) };
         // SAFETY: `from` is listed, so its neighbours are listed chunks or the sink; its links
         // are read before `to`'s are written.
         unsafe {
@@ -315,7 +301,7 @@ impl FreeIndex {
         }
     }
 
-    /// [`FreeIndex::find`]'s last step, for when no bin above the request's has a chunk: the
+    /// [`Bins::find`]'s last step, for when no bin above the request's has a chunk: the
     /// first chunk of its own bin that holds `size` bytes.
     ///
     /// # Safety
@@ -326,7 +312,7 @@ impl FreeIndex {
     }
 
     /// The head of the first non-empty bin whose every chunk holds `size` bytes, and that bin:
-    /// [`FreeIndex::find`] for a request below [`BEST_FIT_FROM`] when a larger chunk exists.
+    /// [`Bins::find`] for a request below [`BEST_FIT_FROM`] when a larger chunk exists.
     #[inline(always)]
     pub(crate) fn good_fit(&self, size: usize) -> Option<(Chunk, usize)> {
         let bin = self.occupancy.first_at_or_above(ceil_bin_of(size))?;
@@ -455,5 +441,128 @@ impl FreeIndex {
     /// bit `bin - SUMMARY_BITS` set (see [`Bitmap::is_set`]; for the checker).
     pub(crate) fn is_marked(&self, bin: usize) -> bool {
         self.occupancy.is_set(bin)
+    }
+}
+
+/// Tells the compiler that `bin` indexes the lists and the bitmap, so they need no bounds
+/// check: a release build of the allocator has no panic path.
+///
+/// # Safety
+/// `bin < BIN_SLOTS`: true of every bin this index computes (`bin_of` gives less than
+/// `BIN_COUNT`) or finds (the bitmap names slots below `BIN_SLOTS`), and so of every bin a
+/// chunk is filed in.
+#[inline(always)]
+unsafe fn assert_a_bin(bin: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe { core::hint::assert_unchecked(bin < BIN_SLOTS) }
+}
+
+impl Index for Bins {
+    const EMPTY: Bins = Bins::new();
+    const GOOD_FIT_BELOW: usize = BEST_FIT_FROM;
+
+    unsafe fn adopt_sink(&mut self, sink: Chunk) {
+        // SAFETY: forwarded from the caller.
+        unsafe { Bins::adopt_sink(self, sink) }
+    }
+
+    #[inline(always)]
+    fn slot_of(size: usize) -> usize {
+        bin_of(size)
+    }
+
+    #[inline(always)]
+    unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { Bins::insert(self, chunk, size) }
+    }
+
+    #[inline(always)]
+    unsafe fn unlink(&mut self, chunk: Chunk, slot: usize) {
+        // SAFETY: forwarded from the caller; a bin slot is the chunk's bin.
+        unsafe { Bins::unlink(self, chunk, slot) }
+    }
+
+    #[inline(always)]
+    unsafe fn unlink_head(&mut self, chunk: Chunk, slot: usize) {
+        // SAFETY: `good_fit` returns the first chunk of its bin.
+        unsafe { Bins::unlink_head(self, chunk, slot) }
+    }
+
+    #[inline(always)]
+    unsafe fn refile_in(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { Bins::refile_in(self, from, slot, to, new_size) }
+    }
+
+    #[inline(always)]
+    unsafe fn refile_head(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
+        // SAFETY: `good_fit` returns the first chunk of its bin.
+        unsafe { Bins::refile_head(self, from, slot, to, new_size) }
+    }
+
+    #[inline(always)]
+    unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { Bins::resize_entry(self, chunk, old_size, new_size) }
+    }
+
+    #[inline(always)]
+    fn good_fit(&mut self, size: usize) -> Option<(Chunk, usize)> {
+        Bins::good_fit(self, size)
+    }
+
+    #[inline(always)]
+    unsafe fn search(&mut self, size: usize) -> Option<(Chunk, usize)> {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            if size >= BEST_FIT_FROM {
+                Bins::find(self, size)
+            } else {
+                self.last_resort(size)
+            }
+        }
+    }
+
+    #[inline(always)]
+    unsafe fn find(&mut self, size: usize) -> Option<(Chunk, usize)> {
+        // SAFETY: forwarded from the caller.
+        unsafe { Bins::find(self, size) }
+    }
+
+    unsafe fn first_fit(
+        &mut self,
+        min_size: usize,
+        fits: impl FnMut(Chunk, usize) -> bool,
+    ) -> Option<(Chunk, usize)> {
+        // SAFETY: forwarded from the caller.
+        unsafe { Bins::first_fit(self, bin_of(min_size), fits) }
+    }
+
+    unsafe fn for_each(&self, f: impl FnMut(Chunk, usize)) {
+        // SAFETY: forwarded from the caller.
+        unsafe { Bins::for_each(self, f) }
+    }
+
+    unsafe fn largest(&self) -> Option<usize> {
+        // SAFETY: forwarded from the caller.
+        unsafe { Bins::largest(self) }
+    }
+
+    unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.check_links(chunk, size) }
+    }
+
+    fn tally(&self, limit: usize) -> Result<Option<(usize, usize)>, Corruption> {
+        self.tally_lists(limit)
+    }
+
+    fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
+        self.is_listed(chunk, bin_of(size), limit)
+    }
+
+    fn diagnose(&self, walked: &Walked) -> Corruption {
+        self.diagnose_lost(walked)
     }
 }
