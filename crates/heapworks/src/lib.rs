@@ -59,6 +59,7 @@ mod heap;
 #[cfg(feature = "lock_api")]
 mod locked;
 mod region;
+mod source;
 mod spans;
 mod stats;
 mod unsync;
@@ -67,6 +68,11 @@ mod unsync;
 pub use critical::{CriticalSectionHeap, CriticalSectionLock};
 pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
 pub use heap::Heap;
+#[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
+pub use source::{GearHeap, GearMemory};
+pub use source::{MemorySource, SourcedHeap};
+#[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
+pub use source::{WasmHeap, WasmMemory};
 #[cfg(feature = "lock_api")]
 pub use locked::LockedHeap;
 pub use stats::Stats;
