@@ -20,13 +20,41 @@ pub struct Guest {
 
 /// Every guest, heapworks first; the rest in the order.
 pub const GUESTS: &[Guest] = &[
-    Guest { name: "heapworks", file: "guest_heapworks.wasm", ours: true },
-    Guest { name: "heapworks-gear", file: "guest_heapworks_gear.wasm", ours: true },
-    Guest { name: "dlmalloc-0.2.14", file: "guest_dlmalloc.wasm", ours: false },
-    Guest { name: "gear-dlmalloc-0.2.1", file: "guest_gear_dlmalloc.wasm", ours: false },
-    Guest { name: "talc-5.1.1", file: "guest_talc.wasm", ours: false },
-    Guest { name: "rlsf-0.2.3", file: "guest_rlsf.wasm", ours: false },
-    Guest { name: "lol_alloc-0.4.1", file: "guest_lol_alloc.wasm", ours: false },
+    Guest {
+        name: "heapworks",
+        file: "guest_heapworks.wasm",
+        ours: true,
+    },
+    Guest {
+        name: "heapworks-gear",
+        file: "guest_heapworks_gear.wasm",
+        ours: true,
+    },
+    Guest {
+        name: "dlmalloc-0.2.14",
+        file: "guest_dlmalloc.wasm",
+        ours: false,
+    },
+    Guest {
+        name: "gear-dlmalloc-0.2.1",
+        file: "guest_gear_dlmalloc.wasm",
+        ours: false,
+    },
+    Guest {
+        name: "talc-5.1.1",
+        file: "guest_talc.wasm",
+        ours: false,
+    },
+    Guest {
+        name: "rlsf-0.2.3",
+        file: "guest_rlsf.wasm",
+        ours: false,
+    },
+    Guest {
+        name: "lol_alloc-0.4.1",
+        file: "guest_lol_alloc.wasm",
+        ours: false,
+    },
 ];
 
 /// The guests' cargo workspace.
@@ -44,7 +72,13 @@ pub fn build() -> Result<PathBuf, String> {
     let target = target_dir();
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(guests_dir())
-        .args(["build", "--quiet", "--release", "--target", "wasm32-unknown-unknown"])
+        .args([
+            "build",
+            "--quiet",
+            "--release",
+            "--target",
+            "wasm32-unknown-unknown",
+        ])
         .arg("--target-dir")
         .arg(&target)
         // The guests' own flags (guests/.cargo/config.toml) apply, not the caller's.
@@ -68,7 +102,10 @@ pub fn optimized_size(module: &Path) -> Result<u64, String> {
     let out = std::env::temp_dir().join(format!(
         "heapworks-gas-{}-{}",
         std::process::id(),
-        module.file_name().and_then(|n| n.to_str()).unwrap_or("guest.wasm")
+        module
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("guest.wasm")
     ));
     let status = Command::new("wasm-opt")
         .args(["-Oz", "--enable-sign-ext", "--enable-mutable-globals", "-o"])

@@ -13,7 +13,7 @@
 //! module computes exactly what the guest did.
 
 use gear_wasm_instrument::{
-    FuncType, Import, InstrumentationBuilder, Instruction, MemArg, Module, ModuleBuilder, TypeRef,
+    FuncType, Import, Instruction, InstrumentationBuilder, MemArg, Module, ModuleBuilder, TypeRef,
     ValType,
 };
 
@@ -76,11 +76,7 @@ fn grow_through_alloc(module: Module) -> Module {
     }
     let (mut module, alloc) = match imported_function(&module, ALLOC) {
         Some(alloc) => (module, alloc),
-        None => import_function(
-            module,
-            ALLOC,
-            FuncType::new([ValType::I32], [ValType::I32]),
-        ),
+        None => import_function(module, ALLOC, FuncType::new([ValType::I32], [ValType::I32])),
     };
     for function in module.code_section.iter_mut().flatten() {
         for instruction in &mut function.instructions {

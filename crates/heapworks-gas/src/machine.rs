@@ -52,7 +52,11 @@ impl Host {
     /// Charges the access of `[start, start + width)`.
     fn touch(&mut self, start: u64, width: u64, write: bool) {
         for page in start / price::GEAR_PAGE..=(start + width.max(1) - 1) / price::GEAR_PAGE {
-            let load = if self.holding_data.contains(&page) { price::LOAD_DATA } else { 0 };
+            let load = if self.holding_data.contains(&page) {
+                price::LOAD_DATA
+            } else {
+                0
+            };
             let seen = self.read.contains(&page) || self.written.contains(&page);
             if !seen {
                 self.pages += 1;
@@ -263,7 +267,9 @@ fn touch(mut caller: Caller<'_, Host>, address: i32, offset: i32, access: i32) {
 
 /// `env.gr_system_break(code)`: out of gas or stack; ends the call with a trap.
 fn system_break(_: Caller<'_, Host>, code: i32) -> Result<(), wasmi::Error> {
-    Err(wasmi::Error::new(format!("gr_system_break({code}): out of gas or stack")))
+    Err(wasmi::Error::new(format!(
+        "gr_system_break({code}): out of gas or stack"
+    )))
 }
 
 #[allow(unused_imports)]

@@ -12,7 +12,6 @@
 //! Invariant: every instruction Gear accepts has a price; anything else (floats, bulk memory,
 //! `memory.grow`, which [`crate::instrument`] turns into the `alloc` syscall first) is refused.
 
-
 use gear_wasm_instrument::gas_metering::{MemoryGrowCost, Rules};
 use gear_wasm_instrument::Instruction;
 
@@ -62,9 +61,11 @@ impl Rules for GearRules {
             | I::I64Load16U(_)
             | I::I64Load32S(_)
             | I::I64Load32U(_) => 5532,
-            I::I32Load(_) | I::I32Load8S(_) | I::I32Load8U(_) | I::I32Load16S(_) | I::I32Load16U(_) => {
-                5276
-            }
+            I::I32Load(_)
+            | I::I32Load8S(_)
+            | I::I32Load8U(_)
+            | I::I32Load16S(_)
+            | I::I32Load16U(_) => 5276,
             I::I64Store(_) | I::I64Store8(_) | I::I64Store16(_) | I::I64Store32(_) => 10604,
             I::I32Store(_) | I::I32Store8(_) | I::I32Store16(_) => 10439,
             I::Select => 7079,
