@@ -8,6 +8,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::contenders::AllocatorId;
+use crate::gas::{self, GasArgs};
 use crate::gate;
 use crate::instructions;
 use crate::malloc_bench::libraries::{self, CMalloc};
@@ -51,6 +52,8 @@ enum Command {
     /// The malloc torture test: contract, threads, fork, exhaustion, seed 004's patterns and
     /// misuse under every C malloc, and the arenas in-process; a scorecard per allocator.
     Torture(TortureArgs),
+    /// Gas per allocator call on wasm32 under Gear's price list: runs `heapworks-gas ARGS...`.
+    Gas(GasArgs),
     /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
     #[command(hide = true, name = "instructions-probe")]
     InstructionsProbe(instructions::ProbeArgs),
@@ -138,6 +141,7 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => trace_commands::trace(args),
         Command::Replay(args) => trace_commands::replay(args),
         Command::Torture(args) => torture::torture(args),
+        Command::Gas(args) => gas::gas(args),
         Command::InstructionsProbe(args) => instructions::probe(&args).map_err(|e| e.to_string()),
         Command::ReplayProbe(args) => replay::probe(&args),
         Command::PoolProbe(args) => pool_bench::peers::probe(&args),

@@ -19,6 +19,7 @@
 
 pub mod cli;
 pub mod contenders;
+pub mod gas;
 pub mod gate;
 pub mod instructions;
 pub mod malloc_bench;

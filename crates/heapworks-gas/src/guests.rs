@@ -57,6 +57,13 @@ pub const GUESTS: &[Guest] = &[
     },
 ];
 
+/// The heapworks guest that also exports `gas_check` (the heap checker), for the wasm32 tests.
+pub const CHECK_GUEST: Guest = Guest {
+    name: "heapworks-check",
+    file: "guest_heapworks_check.wasm",
+    ours: true,
+};
+
 /// The guests' cargo workspace.
 pub fn guests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("guests")

@@ -14,7 +14,7 @@
 
 use std::collections::HashSet;
 
-use wasmi::{Caller, Engine, Extern, Global, Linker, Memory, Module, Store, TypedFunc, Val};
+use wasmi::{Caller, Engine, Global, Instance, Linker, Memory, Module, Store, TypedFunc, Val};
 
 use crate::instrument::{self, HOST_MODULE};
 use crate::schedule::pages as price;
@@ -81,6 +81,7 @@ impl Host {
 /// A guest, instantiated and ready for calls.
 pub struct Machine {
     store: Store<Host>,
+    instance: Instance,
     gas: Global,
     memory: Memory,
     alloc: TypedFunc<(i32, i32), i32>,
@@ -144,6 +145,7 @@ impl Machine {
                 .get_typed_func(&store, "gas_dealloc")
                 .map_err(|_| entry("gas_dealloc"))?,
             store,
+            instance,
             gas,
             memory,
         })
@@ -215,6 +217,29 @@ impl Machine {
         Ok(self.metered(|s| f.call(s, args))?.1)
     }
 
+    /// Calls the guest's export `name() -> i32`, unmetered.
+    pub fn call_i32(&mut self, name: &str) -> Result<i32, String> {
+        self.instance
+            .get_typed_func::<(), i32>(&self.store, name)
+            .map_err(|_| format!("the guest lacks the entry `{name}`"))?
+            .call(&mut self.store, ())
+            .map_err(|e| format!("the guest trapped in `{name}`: {e}"))
+    }
+
+    /// The memory's size in wasm pages.
+    pub fn memory_pages(&self) -> u64 {
+        self.memory.size(&self.store)
+    }
+
+    /// Grows the memory by `pages` from the host, as another user of the memory would: the
+    /// guest's next growth no longer follows its last region.
+    pub fn grow_from_host(&mut self, pages: u64) -> Result<(), String> {
+        self.memory
+            .grow(&mut self.store, pages)
+            .map(drop)
+            .map_err(|e| format!("growing the memory: {e}"))
+    }
+
     /// Fills `[ptr, ptr + len)` with `byte` from the host (no gas, no page charge: the program
     /// that owns a block writes it, not the allocator).
     pub fn fill(&mut self, ptr: u32, len: u32, byte: u8) -> Result<(), String> {
@@ -271,6 +296,3 @@ fn system_break(_: Caller<'_, Host>, code: i32) -> Result<(), wasmi::Error> {
         "gr_system_break({code}): out of gas or stack"
     )))
 }
-
-#[allow(unused_imports)]
-use Extern as _;

@@ -1,27 +1,12 @@
-//! `heapworks-gas`: heapworks and its peers as wasm32 guests under Gear's gas meter.
-//!
-//! Builds the guest modules (`guests/`), instruments each with Gear's own instrumenter and
-//! weights, runs every scenario on a fresh instance in wasmi, and meters every allocator call:
-//! the instructions' gas, plus syscalls and Gear's page charges. Deterministic: no clock, fixed
-//! seeds, so a run is also a gate (`--gate BASELINE.json`).
-//!
-//! GPL-3.0, because it links gear-wasm-instrument; the permissively licensed crates never
-//! depend on it (`heapworks gas` runs this binary).
-
-mod guests;
-mod instrument;
-mod machine;
-mod measure;
-mod report;
-mod scenario;
-mod schedule;
+//! The `heapworks-gas` command: see the library's documentation and the README.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use report::{GuestResults, Results};
+use heapworks_gas::report::{self, GuestResults, Results};
+use heapworks_gas::{guests, measure, scenario};
 
 /// The most wasm pages a guest may grow to (Gear's limit is 32768, 2 GiB).
 const MAX_PAGES: u32 = 16384;

@@ -68,13 +68,13 @@ mod unsync;
 pub use critical::{CriticalSectionHeap, CriticalSectionLock};
 pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
 pub use heap::Heap;
+#[cfg(feature = "lock_api")]
+pub use locked::LockedHeap;
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
 pub use source::{GearHeap, GearMemory};
 pub use source::{MemorySource, SourcedHeap};
 #[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
 pub use source::{WasmHeap, WasmMemory};
-#[cfg(feature = "lock_api")]
-pub use locked::LockedHeap;
 pub use stats::Stats;
 pub use unsync::UnsyncHeap;
 

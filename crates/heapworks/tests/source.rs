@@ -93,13 +93,19 @@ fn a_refusing_source_gives_null_and_leaves_the_heap_unchanged() {
     let before = unsafe { heap.heap() }.stats();
     for size in [3 * PAGE, usize::MAX / 4, isize::MAX as usize - 7] {
         // SAFETY: non-zero size.
-        assert!(unsafe { heap.alloc(layout(size)) }.is_null(), "{size} B served");
+        assert!(
+            unsafe { heap.alloc(layout(size)) }.is_null(),
+            "{size} B served"
+        );
         // SAFETY: a live block with its layout; growing it past the budget fails.
         assert!(unsafe { heap.realloc(kept, layout(1000), size) }.is_null());
     }
     // SAFETY: no call is in progress.
     let after = unsafe { heap.heap() }.stats();
-    assert_eq!((before.in_use, before.managed), (after.in_use, after.managed));
+    assert_eq!(
+        (before.in_use, before.managed),
+        (after.in_use, after.managed)
+    );
     // SAFETY: as above.
     unsafe { heap.heap() }.check().unwrap();
     // SAFETY: a live block with its layout.

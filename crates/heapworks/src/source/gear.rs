@@ -79,7 +79,10 @@ unsafe impl MemorySource for GearMemory {
         }
         let base = (first as usize).checked_mul(PAGE)?;
         let size = (pages as usize).checked_mul(PAGE)?;
-        Some((NonNull::new(core::ptr::with_exposed_provenance_mut(base))?, size))
+        Some((
+            NonNull::new(core::ptr::with_exposed_provenance_mut(base))?,
+            size,
+        ))
     }
 }
 

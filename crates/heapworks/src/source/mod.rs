@@ -127,7 +127,8 @@ impl<S: MemorySource> SourcedHeap<S> {
         let heap = unsafe { self.heap() };
         match self.last.get() {
             Some((last_base, last_size))
-                if last_base.as_ptr().addr().checked_add(last_size) == Some(base.as_ptr().addr()) =>
+                if last_base.as_ptr().addr().checked_add(last_size)
+                    == Some(base.as_ptr().addr()) =>
             {
                 let grown = last_size + size;
                 // SAFETY: the source gave `[base, base + size)` away for good and promises that
