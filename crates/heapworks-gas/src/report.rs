@@ -31,7 +31,7 @@ fn gas(value: u64) -> String {
     let digits = value.to_string();
     let mut out = String::new();
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(' ');
         }
         out.push(c);
@@ -47,6 +47,9 @@ fn percent(part: u64, whole: u64) -> String {
     }
 }
 
+/// How a row of the seed's table shows a kind of call, given the scenario's total gas.
+type Cell = fn(&CallStats, u64) -> String;
+
 /// The seed's table for one guest on one scenario.
 pub fn seed_table(guest: &str, scenario: &str, o: &Outcome) -> String {
     let kinds: [(&str, &CallStats); 4] = [
@@ -59,7 +62,7 @@ pub fn seed_table(guest: &str, scenario: &str, o: &Outcome) -> String {
     let mut s = format!(
         "#### {guest}: {scenario}\n| | malloc | calloc | realloc | free |\n|---|---|---|---|---|\n"
     );
-    let rows: [(&str, fn(&CallStats, u64) -> String); 6] = [
+    let rows: [(&str, Cell); 6] = [
         ("avg", |c, _| gas(c.avg())),
         ("min", |c, _| gas(c.min)),
         ("max", |c, _| gas(c.max)),

@@ -264,7 +264,7 @@ fn ft_messages(count: usize) -> Scenario {
 }
 
 fn size_name(size: u32) -> String {
-    if size >= 1024 && size % 1024 == 0 {
+    if size >= 1024 && size.is_multiple_of(1024) {
         format!("{} KiB", size / 1024)
     } else {
         format!("{size} B")

@@ -101,11 +101,7 @@ fn shadow_run(wasm: &[u8], seed: u64, ops: usize, apart_every: usize) {
             "step {step}: {op:?} broke the heap"
         );
     }
-    let host_pages = if apart_every > 0 {
-        (ops / apart_every) as u64
-    } else {
-        0
-    };
+    let host_pages = ops.checked_div(apart_every).unwrap_or(0) as u64;
     assert!(
         machine.memory_pages() > initial_pages + host_pages,
         "the heap never grew: the run tested nothing of growth"
