@@ -182,16 +182,14 @@ impl Machine {
         Ok((result, cost))
     }
 
-    /// `GlobalAlloc::alloc`; the block's address (0 for null) and the cost.
-    pub fn alloc(&mut self, size: u32, align: u32) -> Result<(u32, Cost), String> {
-        let f = self.alloc;
-        let (ptr, cost) = self.metered(|s| f.call(s, (size as i32, align as i32)))?;
-        Ok((ptr as u32, cost))
-    }
-
-    /// `GlobalAlloc::alloc_zeroed`.
-    pub fn alloc_zeroed(&mut self, size: u32, align: u32) -> Result<(u32, Cost), String> {
-        let f = self.alloc_zeroed;
+    /// `GlobalAlloc::alloc`, or `alloc_zeroed` if `zeroed`; the block's address (0 for
+    /// null) and the cost.
+    pub fn alloc(&mut self, zeroed: bool, size: u32, align: u32) -> Result<(u32, Cost), String> {
+        let f = if zeroed {
+            self.alloc_zeroed
+        } else {
+            self.alloc
+        };
         let (ptr, cost) = self.metered(|s| f.call(s, (size as i32, align as i32)))?;
         Ok((ptr as u32, cost))
     }

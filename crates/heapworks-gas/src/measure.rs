@@ -107,11 +107,7 @@ fn apply(machine: &mut Machine, live: &mut HashMap<usize, Block>, op: &Op) -> Re
     match *op {
         Op::Malloc { id, size, align } | Op::Calloc { id, size, align } => {
             let zeroed = matches!(op, Op::Calloc { .. });
-            let (ptr, cost) = if zeroed {
-                machine.alloc_zeroed(size, align)?
-            } else {
-                machine.alloc(size, align)?
-            };
+            let (ptr, cost) = machine.alloc(zeroed, size, align)?;
             if ptr == 0 || ptr % align != 0 {
                 return Err(fault(&format!("returned {ptr:#x}")));
             }

@@ -17,6 +17,16 @@ pub enum Op {
     Free { id: usize },
 }
 
+/// `alloc(size, 8)` into `id`.
+fn malloc(id: usize, size: u32) -> Op {
+    Op::Malloc { id, size, align: 8 }
+}
+
+/// `alloc_zeroed(size, 8)` into `id`.
+fn calloc(id: usize, size: u32) -> Op {
+    Op::Calloc { id, size, align: 8 }
+}
+
 /// A call and whether it counts in the tables (warm-up calls do not).
 #[derive(Debug, Clone, Copy)]
 pub struct Step {
@@ -60,22 +70,8 @@ pub fn micro(quick: bool) -> Vec<Scenario> {
 /// A fresh heap's first malloc, calloc, realloc (to twice the size) and frees, one message.
 fn first_calls(size: u32) -> Scenario {
     let mut m = Message::default();
-    m.run(
-        Op::Malloc {
-            id: 0,
-            size,
-            align: 8,
-        },
-        true,
-    );
-    m.run(
-        Op::Calloc {
-            id: 1,
-            size,
-            align: 8,
-        },
-        true,
-    );
+    m.run(malloc(0, size), true);
+    m.run(calloc(1, size), true);
     m.run(
         Op::Realloc {
             id: 0,
@@ -96,39 +92,18 @@ fn first_calls(size: u32) -> Scenario {
 fn steady(size: u32, reps: usize) -> Scenario {
     let mut warm = Message::default();
     for id in 0..8 {
-        warm.run(Op::Malloc { id, size, align: 8 }, false);
+        warm.run(malloc(id, size), false);
     }
     for id in 0..8 {
         warm.run(Op::Free { id }, false);
     }
     let mut m = Message::default();
     for _ in 0..reps {
-        m.run(
-            Op::Malloc {
-                id: 0,
-                size,
-                align: 8,
-            },
-            true,
-        );
+        m.run(malloc(0, size), true);
         m.run(Op::Free { id: 0 }, true);
-        m.run(
-            Op::Calloc {
-                id: 0,
-                size,
-                align: 8,
-            },
-            true,
-        );
+        m.run(calloc(0, size), true);
         m.run(Op::Free { id: 0 }, true);
-        m.run(
-            Op::Malloc {
-                id: 0,
-                size,
-                align: 8,
-            },
-            false,
-        );
+        m.run(malloc(0, size), false);
         m.run(
             Op::Realloc {
                 id: 0,
@@ -148,14 +123,7 @@ fn steady(size: u32, reps: usize) -> Scenario {
 fn realloc_chain() -> Scenario {
     let mut m = Message::default();
     let mut size = 100u32;
-    m.run(
-        Op::Malloc {
-            id: 0,
-            size,
-            align: 8,
-        },
-        true,
-    );
+    m.run(malloc(0, size), true);
     while size < 65536 {
         size = (size + size / 2).min(65536);
         m.run(Op::Realloc { id: 0, size }, true);
@@ -186,17 +154,9 @@ fn churn(ops: usize, seed: u64) -> Scenario {
         let size = 8 + next(249) as u32;
         if live.is_empty() || (roll < 5 && live.len() < 200) {
             let op = if roll == 0 {
-                Op::Calloc {
-                    id: fresh,
-                    size,
-                    align: 8,
-                }
+                calloc(fresh, size)
             } else {
-                Op::Malloc {
-                    id: fresh,
-                    size,
-                    align: 8,
-                }
+                malloc(fresh, size)
             };
             m.run(op, true);
             live.push(fresh);
@@ -226,33 +186,12 @@ fn churn(ops: usize, seed: u64) -> Scenario {
 /// keeps one long-lived block between messages.
 fn ft_messages(count: usize) -> Scenario {
     let mut setup = Message::default();
-    setup.run(
-        Op::Malloc {
-            id: 0,
-            size: 640,
-            align: 8,
-        },
-        false,
-    );
+    setup.run(malloc(0, 640), false);
     let mut messages = vec![setup.steps];
     for _ in 0..count {
         let mut m = Message::default();
-        m.run(
-            Op::Malloc {
-                id: 1,
-                size: 81,
-                align: 8,
-            },
-            true,
-        );
-        m.run(
-            Op::Malloc {
-                id: 2,
-                size: 81,
-                align: 8,
-            },
-            true,
-        );
+        m.run(malloc(1, 81), true);
+        m.run(malloc(2, 81), true);
         m.run(Op::Free { id: 1 }, true);
         m.run(Op::Free { id: 2 }, true);
         messages.push(m.steps);

@@ -47,7 +47,7 @@ fn shadow_run(wasm: &[u8], seed: u64, ops: usize, apart_every: usize) {
         match op {
             Op::Alloc { size, align_log2 } => {
                 let (size, align) = (size.max(1) as u32, 1u32 << align_log2);
-                let (ptr, _) = machine.alloc(size, align).unwrap();
+                let (ptr, _) = machine.alloc(false, size, align).unwrap();
                 assert!(
                     ptr != 0 && ptr % align == 0,
                     "step {step}: {op:?} gave {ptr:#x}"
@@ -135,7 +135,7 @@ fn memory_that_refuses_to_grow_gives_null_and_keeps_the_heap() {
     let mut machine = Machine::new(&wasm, 0).unwrap();
     let mut blocks = Vec::new();
     let refused = loop {
-        let (ptr, _) = machine.alloc(16 * 1024, 8).unwrap();
+        let (ptr, _) = machine.alloc(false, 16 * 1024, 8).unwrap();
         if ptr == 0 {
             break true;
         }
@@ -146,7 +146,7 @@ fn memory_that_refuses_to_grow_gives_null_and_keeps_the_heap() {
     assert!(refused && !blocks.is_empty());
     assert_eq!(machine.call_i32("gas_check"), Ok(1));
     // Larger than the wasm32 address space can hold: null too.
-    assert_eq!(machine.alloc(0x7fff_0000, 8).unwrap().0, 0);
+    assert_eq!(machine.alloc(false, 0x7fff_0000, 8).unwrap().0, 0);
     assert_eq!(
         machine
             .realloc(blocks[0], 16 * 1024, 8, 0x7fff_0000)
@@ -162,6 +162,6 @@ fn memory_that_refuses_to_grow_gives_null_and_keeps_the_heap() {
     }
     // Freed memory serves again.
     machine.dealloc(blocks[0], 16 * 1024, 8).unwrap();
-    assert_ne!(machine.alloc(16 * 1024, 8).unwrap().0, 0);
+    assert_ne!(machine.alloc(false, 16 * 1024, 8).unwrap().0, 0);
     assert_eq!(machine.call_i32("gas_check"), Ok(1));
 }
