@@ -71,10 +71,15 @@ pub use heap::Heap;
 #[cfg(feature = "lock_api")]
 pub use locked::LockedHeap;
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
-pub use source::{GearHeap, GearMemory};
-pub use source::{MemorySource, SourcedHeap};
+pub use source::{GearAlloc, GearHeap, GearMemory};
 #[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
-pub use source::{WasmHeap, WasmMemory};
+pub use source::{MemoryGrow, WasmHeap, WasmMemory};
+pub use source::{MemorySource, SourcedHeap};
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-memory", feature = "gear-memory")
+))]
+pub use source::{PageGrant, WasmPages};
 pub use stats::Stats;
 pub use unsync::UnsyncHeap;
 

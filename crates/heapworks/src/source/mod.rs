@@ -21,6 +21,11 @@
 
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
 mod gear;
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-memory", feature = "gear-memory")
+))]
+mod pages;
 #[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
 mod wasm32;
 
@@ -30,9 +35,14 @@ use core::ops::ControlFlow;
 use core::ptr::{null_mut, NonNull};
 
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
-pub use gear::{GearHeap, GearMemory};
+pub use gear::{GearAlloc, GearHeap, GearMemory};
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-memory", feature = "gear-memory")
+))]
+pub use pages::{PageGrant, WasmPages};
 #[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
-pub use wasm32::{WasmHeap, WasmMemory};
+pub use wasm32::{MemoryGrow, WasmHeap, WasmMemory};
 
 use crate::global;
 use crate::Heap;
