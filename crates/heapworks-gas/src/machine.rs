@@ -130,20 +130,11 @@ impl Machine {
         let initial_pages = memory.size(&store) * 4;
         store.data_mut().memory = Some(memory);
         store.data_mut().holding_data = (0..initial_pages).collect();
-        let entry = |name: &str| format!("the guest lacks the entry `{name}`");
         Ok(Machine {
-            alloc: instance
-                .get_typed_func(&store, "gas_alloc")
-                .map_err(|_| entry("gas_alloc"))?,
-            alloc_zeroed: instance
-                .get_typed_func(&store, "gas_alloc_zeroed")
-                .map_err(|_| entry("gas_alloc_zeroed"))?,
-            realloc: instance
-                .get_typed_func(&store, "gas_realloc")
-                .map_err(|_| entry("gas_realloc"))?,
-            dealloc: instance
-                .get_typed_func(&store, "gas_dealloc")
-                .map_err(|_| entry("gas_dealloc"))?,
+            alloc: entry(&instance, &store, "gas_alloc")?,
+            alloc_zeroed: entry(&instance, &store, "gas_alloc_zeroed")?,
+            realloc: entry(&instance, &store, "gas_realloc")?,
+            dealloc: entry(&instance, &store, "gas_dealloc")?,
             store,
             instance,
             gas,
@@ -217,9 +208,7 @@ impl Machine {
 
     /// Calls the guest's export `name() -> i32`, unmetered.
     pub fn call_i32(&mut self, name: &str) -> Result<i32, String> {
-        self.instance
-            .get_typed_func::<(), i32>(&self.store, name)
-            .map_err(|_| format!("the guest lacks the entry `{name}`"))?
+        entry::<(), i32>(&self.instance, &self.store, name)?
             .call(&mut self.store, ())
             .map_err(|e| format!("the guest trapped in `{name}`: {e}"))
     }
@@ -255,6 +244,17 @@ impl Machine {
         data.get(ptr as usize..ptr as usize + len as usize)
             .is_some_and(|block| block.iter().all(|&b| b == byte))
     }
+}
+
+/// The guest's export `name`, typed.
+fn entry<P: wasmi::WasmParams, R: wasmi::WasmResults>(
+    instance: &Instance,
+    store: &Store<Host>,
+    name: &str,
+) -> Result<TypedFunc<P, R>, String> {
+    instance
+        .get_typed_func(store, name)
+        .map_err(|_| format!("the guest lacks the entry `{name}` (or has another type)"))
 }
 
 /// `env.alloc(pages) -> u32`: grows the memory, charged as Gear's syscall.
