@@ -76,7 +76,26 @@ fn target_dir() -> PathBuf {
 
 /// Builds every guest (quick when nothing changed) and returns the directory of the modules.
 pub fn build() -> Result<PathBuf, String> {
-    let target = target_dir();
+    build_variant(false)
+}
+
+/// Builds every guest with the FT program (`entries::ft`: the program's allocator calls
+/// marked for the host), into a target directory of its own; the directory of the modules.
+pub fn build_ft() -> Result<PathBuf, String> {
+    build_variant(true)
+}
+
+fn build_variant(ft: bool) -> Result<PathBuf, String> {
+    let target = if ft {
+        target_dir().join("ft")
+    } else {
+        target_dir()
+    };
+    let features: &[&str] = if ft {
+        &["--workspace", "--features", "ft"]
+    } else {
+        &[]
+    };
     let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(guests_dir())
         .args([
@@ -86,6 +105,7 @@ pub fn build() -> Result<PathBuf, String> {
             "--target",
             "wasm32-unknown-unknown",
         ])
+        .args(features)
         .arg("--target-dir")
         .arg(&target)
         // The guests' own flags (guests/.cargo/config.toml) apply, not the caller's.

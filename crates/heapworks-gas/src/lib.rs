@@ -8,6 +8,7 @@
 //! GPL-3.0, because it links gear-wasm-instrument; the permissively licensed crates never
 //! depend on it (`heapworks gas` runs this binary).
 
+pub mod ft;
 pub mod guests;
 pub mod instrument;
 pub mod machine;

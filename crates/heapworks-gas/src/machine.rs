@@ -37,8 +37,17 @@ impl Cost {
     }
 }
 
+/// The meter's reading when a marked allocator call started: kind, gas left, host gas, pages.
+type Mark = (usize, i64, u64, u64);
+
 /// The host's side of the guest: page ledger and syscall charges.
 struct Host {
+    /// The current message's payload, for `gas_read`.
+    payload: Vec<u8>,
+    /// The marked allocator call in progress.
+    mark: Option<Mark>,
+    /// The marked allocator calls since the last [`Machine::take_marked`]: kind and cost.
+    marked: Vec<(usize, Cost)>,
     memory: Option<Memory>,
     max_pages: u32,
     read: HashSet<u64>,
@@ -100,6 +109,9 @@ impl Machine {
         let engine = Engine::default();
         let module = Module::new(&engine, &instrumented[..]).map_err(|e| format!("wasmi: {e}"))?;
         let host = Host {
+            payload: Vec::new(),
+            mark: None,
+            marked: Vec::new(),
             memory: None,
             max_pages,
             read: HashSet::new(),
@@ -115,6 +127,9 @@ impl Machine {
             .and_then(|l| l.func_wrap(HOST_MODULE, "free_range", free_range))
             .and_then(|l| l.func_wrap(HOST_MODULE, instrument::TOUCH, touch))
             .and_then(|l| l.func_wrap(HOST_MODULE, "gr_system_break", system_break))
+            .and_then(|l| l.func_wrap(HOST_MODULE, "gas_mark", mark))
+            .and_then(|l| l.func_wrap(HOST_MODULE, "gas_read", read))
+            .and_then(|l| l.func_wrap(HOST_MODULE, "gas_reply", reply))
             .map_err(|e| format!("linking the host: {e}"))?;
         let instance = linker
             .instantiate_and_start(&mut store, &module)
@@ -206,6 +221,19 @@ impl Machine {
         Ok(self.metered(|s| f.call(s, args))?.1)
     }
 
+    /// Runs the FT program's `ft_handle` on `payload` as one message: its whole cost, and the
+    /// marked allocator calls it made (kind: 0 malloc, 1 calloc, 2 realloc, 3 free).
+    pub fn handle(&mut self, payload: &[u8]) -> Result<(Cost, Vec<(usize, Cost)>), String> {
+        self.begin_message();
+        self.store.data_mut().payload = payload.to_vec();
+        let handle = entry::<i32, i32>(&self.instance, &self.store, "ft_handle")?;
+        let (decoded, cost) = self.metered(|s| handle.call(s, payload.len() as i32))?;
+        if decoded != 1 {
+            return Err(format!("the program refused the message {payload:?}"));
+        }
+        Ok((cost, std::mem::take(&mut self.store.data_mut().marked)))
+    }
+
     /// Calls the guest's export `name() -> i32`, unmetered.
     pub fn call_i32(&mut self, name: &str) -> Result<i32, String> {
         entry::<(), i32>(&self.instance, &self.store, name)?
@@ -286,6 +314,65 @@ fn touch(mut caller: Caller<'_, Host>, address: i32, offset: i32, access: i32) {
     caller
         .data_mut()
         .touch(start, width, access & instrument::WRITE != 0);
+}
+
+/// The guest's gas left, read from its `gear_gas` global.
+fn gas_left(caller: &Caller<'_, Host>) -> i64 {
+    match caller
+        .get_export(gear_wasm_instrument::GLOBAL_NAME_GAS)
+        .and_then(wasmi::Extern::into_global)
+        .map(|global| global.get(caller))
+    {
+        Some(Val::I64(gas)) => gas,
+        _ => 0,
+    }
+}
+
+/// `env.gas_mark(kind)`: an allocator call of `kind` starts (0–3) or ends (4).
+fn mark(mut caller: Caller<'_, Host>, kind: i32) -> Result<(), wasmi::Error> {
+    let left = gas_left(&caller);
+    let host = caller.data_mut();
+    match (host.mark.take(), kind) {
+        (None, 0..=3) => host.mark = Some((kind as usize, left, host.gas, host.pages)),
+        (Some((kind, before, host_gas, pages)), 4) => {
+            let cost = Cost {
+                instructions: (before - left) as u64,
+                host: host.gas - host_gas,
+                pages: host.pages - pages,
+            };
+            host.marked.push((kind, cost));
+        }
+        (open, _) => {
+            return Err(wasmi::Error::new(format!(
+                "gas_mark({kind}) out of order (open mark: {open:?})"
+            )))
+        }
+    }
+    Ok(())
+}
+
+/// `env.gas_read(ptr, len)`: copies the message's payload into the guest.
+fn read(mut caller: Caller<'_, Host>, ptr: u32, len: u32) -> Result<(), wasmi::Error> {
+    let payload = std::mem::take(&mut caller.data_mut().payload);
+    let memory = caller
+        .data()
+        .memory
+        .ok_or_else(|| wasmi::Error::new("no memory"))?;
+    if payload.len() != len as usize {
+        return Err(wasmi::Error::new(
+            "gas_read of another length than the payload's",
+        ));
+    }
+    memory
+        .write(&mut caller, ptr as usize, &payload)
+        .map_err(|e| wasmi::Error::new(format!("gas_read: {e}")))?;
+    caller.data_mut().touch(ptr as u64, len as u64, true);
+    Ok(())
+}
+
+/// `env.gas_reply(ptr, len)`: the reply is read (its pages charged as reads) and dropped.
+fn reply(mut caller: Caller<'_, Host>, ptr: u32, len: u32) {
+    caller.data_mut().touch(ptr as u64, len as u64, false);
 }
 
 /// `env.gr_system_break(code)`: out of gas or stack; ends the call with a trap.

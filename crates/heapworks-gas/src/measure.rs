@@ -54,6 +54,9 @@ pub struct Outcome {
     pub page_gas: u64,
     /// Gear pages first accessed in a message by a measured call, summed over messages.
     pub pages_touched: u64,
+    /// Gas of the program around the allocator calls (0 in the micro scenarios, which run
+    /// no program).
+    pub program_gas: u64,
 }
 
 impl Outcome {
@@ -62,12 +65,28 @@ impl Outcome {
         self.instruction_gas + self.page_gas
     }
 
+    /// Everything spent: the allocator calls and the program around them.
+    pub fn total_gas(&self) -> u64 {
+        self.allocation_gas() + self.program_gas
+    }
+
     fn record(&mut self, op: &Op, cost: Cost) {
-        let stats = match op {
-            Op::Malloc { .. } => &mut self.malloc,
-            Op::Calloc { .. } => &mut self.calloc,
-            Op::Realloc { .. } => &mut self.realloc,
-            Op::Free { .. } => &mut self.free,
+        let kind = match op {
+            Op::Malloc { .. } => 0,
+            Op::Calloc { .. } => 1,
+            Op::Realloc { .. } => 2,
+            Op::Free { .. } => 3,
+        };
+        self.record_kind(kind, cost);
+    }
+
+    /// Records a call of `kind` (0 malloc, 1 calloc, 2 realloc, 3 free).
+    fn record_kind(&mut self, kind: usize, cost: Cost) {
+        let stats = match kind {
+            0 => &mut self.malloc,
+            1 => &mut self.calloc,
+            2 => &mut self.realloc,
+            _ => &mut self.free,
         };
         stats.add(cost.total());
         self.instruction_gas += cost.instructions;
@@ -98,6 +117,25 @@ pub fn run(wasm: &[u8], scenario: &Scenario, max_pages: u32) -> Result<Outcome, 
                 outcome.record(&step.op, cost);
             }
         }
+    }
+    Ok(outcome)
+}
+
+/// Runs the FT program on a fresh instance of `wasm` (a guest built with the FT program),
+/// one message after another.
+pub fn run_program(wasm: &[u8], messages: &[Vec<u8>], max_pages: u32) -> Result<Outcome, String> {
+    let mut machine = Machine::new(wasm, max_pages)?;
+    let mut outcome = Outcome::default();
+    for (index, message) in messages.iter().enumerate() {
+        let (whole, calls) = machine
+            .handle(message)
+            .map_err(|e| format!("message {index}: {e}"))?;
+        let mut allocation = 0;
+        for (kind, cost) in calls {
+            allocation += cost.total();
+            outcome.record_kind(kind, cost);
+        }
+        outcome.program_gas += whole.total() - allocation;
     }
     Ok(outcome)
 }

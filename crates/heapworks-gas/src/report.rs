@@ -58,7 +58,7 @@ pub fn seed_table(guest: &str, scenario: &str, o: &Outcome) -> String {
         ("realloc", &o.realloc),
         ("free", &o.free),
     ];
-    let total = o.allocation_gas();
+    let total = o.total_gas();
     let mut s = format!(
         "#### {guest}: {scenario}\n| | malloc | calloc | realloc | free |\n|---|---|---|---|---|\n"
     );
@@ -80,7 +80,7 @@ pub fn seed_table(guest: &str, scenario: &str, o: &Outcome) -> String {
     s.push_str(&format!(
         "\n**Total gas spent:** {} · **Gas spent on allocations:** {} (instructions {}, pages and syscalls {}) · **Pages touched:** {}\n\n",
         gas(total),
-        gas(total),
+        gas(o.allocation_gas()),
         gas(o.instruction_gas),
         gas(o.page_gas),
         o.pages_touched

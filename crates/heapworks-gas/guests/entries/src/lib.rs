@@ -7,6 +7,9 @@
 //! around it is the allocator's (plus the same few instructions for every guest).
 #![no_std]
 
+#[cfg(feature = "ft")]
+pub mod ft;
+
 pub use core::alloc::{GlobalAlloc, Layout};
 
 /// Declares the guest's global allocator and exports the entry points over it, with a panic
@@ -14,8 +17,14 @@ pub use core::alloc::{GlobalAlloc, Layout};
 #[macro_export]
 macro_rules! guest {
     ($allocator:ty = $init:expr) => {
+        #[cfg(not(feature = "ft"))]
         #[global_allocator]
         static ALLOCATOR: $allocator = $init;
+
+        // The FT program build: the program's allocator calls are marked for the host.
+        #[cfg(feature = "ft")]
+        #[global_allocator]
+        static ALLOCATOR: $crate::ft::Metered<$allocator> = $crate::ft::Metered($init);
 
         /// The layout the host passes (always valid: the host keeps every block's layout).
         fn layout(size: usize, align: usize) -> $crate::Layout {
