@@ -160,28 +160,59 @@ impl<S: MemorySource> SourcedHeap<S> {
         }
     }
 
-    /// Serves `layout` by `attempt`, growing the heap from the source while the attempt runs
-    /// out of memory (`Continue`); `Break` ends with its outcome.
+    /// The slow path of a request the heap could not serve: up to [`GROWTH_ROUNDS`] growths,
+    /// each followed by another `attempt` (`Break` ends with its outcome, `Continue` means out
+    /// of memory still). The fast paths call the heap directly, whose results are one word,
+    /// so they need no stack frame in linear memory: on wasm32 a frame there is a store to a
+    /// page that Gear charges per message.
     ///
     /// # Safety
     /// Exclusive access to the heap and the source (the promise of `with_source`).
-    #[inline(always)]
-    unsafe fn with_growth<T>(
+    #[cold]
+    unsafe fn grow_and_retry<T>(
         &self,
         layout: Layout,
         mut attempt: impl FnMut(&mut Heap) -> ControlFlow<Option<T>>,
     ) -> Option<T> {
-        for round in 0..=GROWTH_ROUNDS {
-            // SAFETY: exclusive access, from the caller; the borrow ends before `take_more`.
+        let mut rounds = GROWTH_ROUNDS;
+        // SAFETY: exclusive access, from the caller; each borrow of the heap ends before the
+        // next growth.
+        while rounds > 0 && unsafe { self.take_more(layout) } {
+            rounds -= 1;
+            // SAFETY: as above.
             if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
                 return outcome;
             }
-            // SAFETY: as above.
-            if round == GROWTH_ROUNDS || !unsafe { self.take_more(layout) } {
-                break;
-            }
         }
         None
+    }
+}
+
+/// An attempt to serve `layout` from the heap, for [`SourcedHeap::grow_and_retry`].
+fn allocate(layout: Layout) -> impl FnMut(&mut Heap) -> ControlFlow<Option<NonNull<u8>>> {
+    move |heap| match heap.allocate(layout) {
+        Ok(block) => ControlFlow::Break(Some(block)),
+        Err(_) => ControlFlow::Continue(()),
+    }
+}
+
+/// An attempt to resize the block at `ptr` from `old` to `new`, for
+/// [`SourcedHeap::grow_and_retry`]. The first attempt, before any growth, validated the block
+/// (a checked build reports misuse there), and growth changes no block: misuse cannot show up
+/// here, and if it did the request would fail with null.
+fn resize(
+    ptr: NonNull<u8>,
+    old: Layout,
+    new: Layout,
+) -> impl FnMut(&mut Heap) -> ControlFlow<Option<NonNull<u8>>> {
+    move |heap| {
+        // SAFETY: the caller of `realloc` passed a live block with its layout, still live
+        // after every failed attempt.
+        match unsafe { heap.resize_or_misuse(ptr, old, new) } {
+            Ok(Ok(moved)) => ControlFlow::Break(Some(moved)),
+            Ok(Err(_)) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(None),
+        }
     }
 }
 
@@ -191,14 +222,15 @@ impl<S: MemorySource> SourcedHeap<S> {
 unsafe impl<S: MemorySource> GlobalAlloc for SourcedHeap<S> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // The fast path calls the heap directly: its result is one word, so no frame in
+        // linear memory is needed (see `with_growth`).
         // SAFETY: single-threaded by the promise of `with_source`.
-        let block = unsafe {
-            self.with_growth(layout, |heap| match heap.allocate(layout) {
-                Ok(block) => ControlFlow::Break(Some(block)),
-                Err(_) => ControlFlow::Continue(()),
-            })
-        };
-        block.map_or(null_mut(), NonNull::as_ptr)
+        match unsafe { self.heap() }.allocate(layout) {
+            Ok(block) => block.as_ptr(),
+            // SAFETY: as above.
+            Err(_) => unsafe { self.grow_and_retry(layout, allocate(layout)) }
+                .map_or(null_mut(), NonNull::as_ptr),
+        }
     }
 
     #[inline]
@@ -220,22 +252,14 @@ unsafe impl<S: MemorySource> GlobalAlloc for SourcedHeap<S> {
         let Ok(new) = Layout::from_size_align(new_size, layout.align()) else {
             return null_mut();
         };
-        let mut misuse = None;
-        // SAFETY: single-threaded; the caller passes a live block with its layout, which stays
-        // live after every failed attempt.
-        let moved = unsafe {
-            self.with_growth(new, |heap| match heap.resize_or_misuse(ptr, layout, new) {
-                Ok(Ok(moved)) => ControlFlow::Break(Some(moved)),
-                Ok(Err(_)) => ControlFlow::Continue(()),
-                Err(caught) => {
-                    misuse = Some(caught);
-                    ControlFlow::Break(None)
-                }
-            })
-        };
-        if let Some(misuse) = misuse {
-            global::abort_on(&misuse);
+        // SAFETY: single-threaded; the caller passes a live block with its layout.
+        let outcome = unsafe { self.heap().resize_or_misuse(ptr, layout, new) };
+        match outcome {
+            Ok(Ok(moved)) => moved.as_ptr(),
+            // SAFETY: as above; the block stays live after a failed resize.
+            Ok(Err(_)) => unsafe { self.grow_and_retry(new, resize(ptr, layout, new)) }
+                .map_or(null_mut(), NonNull::as_ptr),
+            Err(misuse) => global::abort_on(&misuse),
         }
-        moved.map_or(null_mut(), NonNull::as_ptr)
     }
 }
