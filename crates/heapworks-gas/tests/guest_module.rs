@@ -114,10 +114,10 @@ fn the_heapworks_guests_import_only_their_memory_source() {
 }
 
 #[test]
-#[ignore = "today's core still reaches core's panic machinery (bounds-checked indexing in \
-            Heap::allocate_aligned, Heap::allocate_searched, FreeIndex::last_resort and the \
-            inlined alloc and realloc paths); enable once the panic-free core is merged \
-            (issue 15, item 3)"]
+#[ignore = "today's core still reaches core::panicking::panic_bounds_check from \
+            Heap::allocate, Heap::allocate_aligned, Heap::allocate_searched, \
+            FreeIndex::last_resort and the inlined realloc path; enable once the panic-free \
+            core is merged (issue 15, item 3)"]
 fn the_heapworks_guests_hold_no_panic_or_formatting_code() {
     let mut faults = Vec::new();
     for (guest, _, module) in heapworks_modules() {
