@@ -11,6 +11,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::catalog;
 use crate::contenders::AllocatorId;
+use crate::gas::{self, GasArgs};
 use crate::gate;
 use crate::instructions;
 use crate::malloc_bench::libraries::{self, CMalloc};
@@ -66,6 +67,8 @@ enum Command {
     /// The malloc torture test: contract, threads, fork, exhaustion, seed 004's patterns and
     /// misuse under every C malloc, and the arenas in-process; a scorecard per allocator.
     Torture(TortureArgs),
+    /// Gas per allocator call on wasm32 under Gear's price list: runs `heapworks-gas ARGS...`.
+    Gas(GasArgs),
     /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
     #[command(hide = true, name = "instructions-probe")]
     InstructionsProbe(ProbeCommandLine),
@@ -161,6 +164,7 @@ pub fn main() -> ExitCode {
         Command::Trace(args) => trace_commands::trace(args),
         Command::Replay(args) => trace_commands::replay(args),
         Command::Torture(args) => torture_command(args),
+        Command::Gas(args) => gas::gas(args),
         Command::InstructionsProbe(probe) => instructions::ProbeArgs::parse(&probe.args)
             .and_then(|args| instructions::probe(&args))
             .map_err(|e| e.to_string()),

@@ -10,6 +10,8 @@
 //! - [`catalog`]: what each workload measures and how it is drawn, written into the results.
 //! - [`gate`]: the instruction-count regression gate against a baseline results file.
 //! - [`trace_commands`]: `heapworks trace` and `heapworks replay`.
+//! - [`gas`]: `heapworks gas`, which runs the separately licensed `heapworks-gas` binary (GPL-3.0,
+//!   never linked here).
 //! - [`malloc_bench`] (the crate `heapworks-malloc-bench`, beside its C drivers): `heapworks
 //!   bench --malloc`, heapworks-malloc against the C mallocs (glibc, mimalloc, jemalloc,
 //!   tcmalloc) preloaded into the same programs.
@@ -31,6 +33,7 @@ pub use heapworks_torture as torture;
 
 pub mod catalog;
 pub mod cli;
+pub mod gas;
 pub mod gate;
 pub mod options;
 pub mod progress;

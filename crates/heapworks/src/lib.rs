@@ -60,6 +60,7 @@ pub mod index;
 #[cfg(feature = "lock_api")]
 mod locked;
 mod region;
+mod source;
 mod spans;
 mod stats;
 mod unsync;
@@ -71,6 +72,16 @@ pub use heap::Heap;
 pub use index::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
 #[cfg(feature = "lock_api")]
 pub use locked::LockedHeap;
+#[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
+pub use source::{GearAlloc, GearHeap, GearMemory};
+#[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
+pub use source::{MemoryGrow, WasmHeap, WasmMemory};
+pub use source::{MemorySource, SourcedHeap};
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-memory", feature = "gear-memory")
+))]
+pub use source::{PageGrant, WasmPages};
 pub use stats::Stats;
 pub use unsync::UnsyncHeap;
 

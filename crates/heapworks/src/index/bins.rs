@@ -98,13 +98,40 @@ impl Bins {
         chunk.filter(|&chunk| Some(chunk) != self.sink)
     }
 
+    /// Bin `bin`'s head word, read without a bounds check (a hint alone does not remove it at
+    /// every optimization level, and a release build of the allocator has no panic path).
+    ///
+    /// # Safety
+    /// `bin < BIN_SLOTS`: true of every bin this index computes or finds (see [`assert_a_bin`]).
+    #[inline(always)]
+    unsafe fn head_word(&self, bin: usize) -> Option<Chunk> {
+        debug_assert!(bin < BIN_SLOTS);
+        // SAFETY: forwarded from the caller.
+        unsafe { *self.heads.get_unchecked(bin) }
+    }
+
+    /// Bin `bin`'s head word, to write.
+    ///
+    /// # Safety
+    /// As for [`Bins::head_word`].
+    #[inline(always)]
+    unsafe fn head_word_mut(&mut self, bin: usize) -> &mut Option<Chunk> {
+        debug_assert!(bin < BIN_SLOTS);
+        // SAFETY: forwarded from the caller.
+        unsafe { self.heads.get_unchecked_mut(bin) }
+    }
+
     /// The word that points at `chunk` from before it in `bin`'s list: its predecessor's
     /// `next` link, or the bin's head when `prev` is the sink. Chosen without a branch.
+    ///
+    /// # Safety
+    /// `bin < BIN_SLOTS` (the bin of a listed chunk).
     #[inline(always)]
-    fn link_to(&mut self, prev: Chunk, bin: usize) -> *mut Chunk {
+    unsafe fn link_to(&mut self, prev: Chunk, bin: usize) -> *mut Chunk {
         // `Option<Chunk>` is a nullable pointer with `Chunk`'s layout: writing a chunk into the
         // slot makes it `Some`.
-        let head: *mut Chunk = (&raw mut self.heads[bin]).cast();
+        // SAFETY: forwarded from the caller.
+        let head: *mut Chunk = (unsafe { self.head_word_mut(bin) } as *mut Option<Chunk>).cast();
         select_unpredictable(Some(prev) == self.sink, head, prev.next_link())
     }
 
@@ -130,12 +157,13 @@ impl Bins {
         // a free chunk, `old_head` a free chunk or the sink, so both carry link words.
         unsafe {
             let sink = self.sink();
-            let old_head = self.heads[bin].unwrap_or(sink);
+            let old_head = self.head_word(bin).unwrap_or(sink);
             chunk.set_next_free(old_head);
             chunk.set_prev_free(sink);
             old_head.set_prev_free(chunk);
         }
-        self.heads[bin] = Some(chunk);
+        // SAFETY: as above: a size's bin.
+        unsafe { *self.head_word_mut(bin) = Some(chunk) };
         self.occupancy.set(bin);
     }
 
@@ -162,14 +190,14 @@ impl Bins {
         let emptied = unsafe {
             let next = chunk.next_free();
             if AT_HEAD {
-                self.heads[bin] = Some(next);
+                *self.head_word_mut(bin) = Some(next);
                 next.set_prev_free(self.sink());
                 next == self.sink()
             } else {
                 let prev = chunk.prev_free();
                 next.set_prev_free(prev);
                 self.link_to(prev, bin).write(next);
-                self.heads[bin] == self.sink
+                self.head_word(bin) == self.sink
             }
         };
         self.occupancy.clear_if(bin, emptied);
@@ -273,7 +301,7 @@ impl Bins {
             next.set_prev_free(to);
             if AT_HEAD {
                 to.set_prev_free(self.sink());
-                self.heads[bin] = Some(to);
+                *self.head_word_mut(bin) = Some(to);
             } else {
                 let prev = from.prev_free();
                 to.set_prev_free(prev);
@@ -317,12 +345,14 @@ impl Bins {
     pub(crate) fn good_fit(&self, size: usize) -> Option<(Chunk, usize)> {
         let bin = self.occupancy.first_at_or_above(ceil_bin_of(size))?;
         debug_assert!(
-            self.listed(self.heads[bin]).is_some(),
+            // SAFETY: the bitmap names slots below `BIN_SLOTS`.
+            self.listed(unsafe { self.head_word(bin) }).is_some(),
             "bin {bin} marked but empty"
         );
         // SAFETY: a bin marked in the bitmap heads a list of at least one chunk (this module's
         // invariant, kept by every list operation and verified by the checker).
-        Some((unsafe { self.heads[bin].unwrap_unchecked() }, bin))
+        // The bitmap names slots below `BIN_SLOTS`.
+        Some((unsafe { self.head_word(bin).unwrap_unchecked() }, bin))
     }
 
     /// The smallest chunk of at least `size` bytes among the first [`BEST_FIT_SCAN`] of the
@@ -334,7 +364,8 @@ impl Bins {
     unsafe fn best_fit_in_own_bin(&self, size: usize) -> Option<(Chunk, usize)> {
         let bin = bin_of(size);
         let mut best: Option<(Chunk, usize)> = None;
-        let mut cursor = self.heads[bin];
+        // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
+        let mut cursor = unsafe { self.head_word(bin) };
         for _ in 0..BEST_FIT_SCAN {
             let Some(chunk) = self.listed(cursor) else {
                 break;
@@ -363,7 +394,8 @@ impl Bins {
     ) -> Option<(Chunk, usize)> {
         let mut bin = self.occupancy.first_at_or_above(first_bin)?;
         loop {
-            let mut cursor = self.heads[bin];
+            // SAFETY: the bitmap names slots below `BIN_SLOTS`.
+            let mut cursor = unsafe { self.head_word(bin) };
             while let Some(chunk) = self.listed(cursor) {
                 // SAFETY: listed chunks are free chunks with valid headers and links.
                 let size = unsafe { chunk.size() };
@@ -384,7 +416,8 @@ impl Bins {
     pub(crate) unsafe fn for_each(&self, mut f: impl FnMut(Chunk, usize)) {
         let mut next_bin = self.occupancy.first_at_or_above(0);
         while let Some(bin) = next_bin {
-            let mut cursor = self.heads[bin];
+            // SAFETY: the bitmap names slots below `BIN_SLOTS`.
+            let mut cursor = unsafe { self.head_word(bin) };
             while let Some(chunk) = self.listed(cursor) {
                 // SAFETY: listed chunks are free chunks with valid headers and links.
                 unsafe {
@@ -403,7 +436,8 @@ impl Bins {
     pub(crate) unsafe fn largest(&self) -> Option<usize> {
         let bin = self.occupancy.last()?;
         let mut largest = 0;
-        let mut cursor = self.heads[bin];
+        // SAFETY: the bitmap names slots below `BIN_SLOTS`.
+        let mut cursor = unsafe { self.head_word(bin) };
         while let Some(chunk) = self.listed(cursor) {
             // SAFETY: listed chunks are free chunks with valid headers and links.
             unsafe {

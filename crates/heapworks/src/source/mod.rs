@@ -1,0 +1,265 @@
+//! Memory sources: where a heap finds more memory when it runs out, and [`SourcedHeap`], the
+//! single-threaded `#[global_allocator]` that asks one.
+//!
+//! A [`MemorySource`] hands out blocks of address space (on wasm32, the tail of the memory the
+//! module starts with, then whole 64 KiB pages). [`SourcedHeap`] serves every request from its
+//! [`Heap`]; when the heap cannot, it asks the source for more, claims what it gets as a region
+//! (or extends the last region in place when the new block starts where that region ends), and
+//! tries once more.
+//!
+//! Invariants:
+//! - At most one call into a `SourcedHeap` runs at a time (the promise of
+//!   [`SourcedHeap::with_source`]; on wasm32 without threads there is only one thread).
+//! - `last` names the region claimed last, `(base, size)`, exactly as the heap knows it; memory
+//!   the source hands out at `base + size` extends that region, anything else becomes a region
+//!   of its own.
+//! - A source that refuses leaves the heap unchanged: the request returns null.
+//! - Whole free pages are never given back to the source. On Gear a free page in the middle of
+//!   a free chunk is never touched again (only a chunk's boundary words are), so it costs no
+//!   page gas in later messages; giving it back would cost `free_range` now and `alloc` plus a
+//!   first write when it is needed again (see the `gear` module).
+
+#[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
+mod gear;
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-memory", feature = "gear-memory")
+))]
+mod pages;
+#[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
+mod wasm32;
+
+use core::alloc::{GlobalAlloc, Layout};
+use core::cell::{Cell, UnsafeCell};
+use core::ops::ControlFlow;
+use core::ptr::{null_mut, NonNull};
+
+#[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
+pub use gear::{GearAlloc, GearHeap, GearMemory};
+#[cfg(all(
+    target_arch = "wasm32",
+    any(feature = "wasm-memory", feature = "gear-memory")
+))]
+pub use pages::{PageGrant, WasmPages};
+#[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
+pub use wasm32::{MemoryGrow, WasmHeap, WasmMemory};
+
+use crate::global;
+use crate::Heap;
+
+/// Where a [`SourcedHeap`] gets more memory.
+///
+/// # Safety
+/// Every block `grow` returns is valid for reads and writes, used by nothing else from then on,
+/// never returned twice, and its pointer carries provenance for the whole block (and for any
+/// later block that starts where it ends, so that one region can span both).
+pub unsafe trait MemorySource {
+    /// At least `min_bytes` more bytes, or `None` if the source refuses. The first call may
+    /// return less (memory the program already owns, such as the rest of the page that holds
+    /// the end of its static data): the heap then asks again.
+    fn grow(&mut self, min_bytes: usize) -> Option<(NonNull<u8>, usize)>;
+}
+
+/// Bytes asked beyond a request's size and alignment: a region record, a chunk header and
+/// the end sentinel when the new memory cannot extend the last region.
+const GROWTH_MARGIN: usize = 256;
+
+/// How many times one request may ask the source for memory (the first answer may be the
+/// small tail of memory the program already owns).
+const GROWTH_ROUNDS: usize = 2;
+
+/// A [`Heap`] without a lock that grows from a [`MemorySource`]: the `#[global_allocator]` of
+/// single-threaded programs whose memory comes in pages (wasm32).
+pub struct SourcedHeap<S> {
+    heap: UnsafeCell<Heap>,
+    source: UnsafeCell<S>,
+    /// The region claimed last, `(base, size)`.
+    last: Cell<Option<(NonNull<u8>, usize)>>,
+}
+
+// SAFETY: `with_source` makes the program promise that no two threads use the heap at once.
+unsafe impl<S> Sync for SourcedHeap<S> {}
+
+impl<S: MemorySource> SourcedHeap<S> {
+    /// An empty heap that asks `source` for memory at its first request.
+    ///
+    /// # Safety
+    /// The heap is never used from two threads at once, nor re-entered (from an interrupt
+    /// handler, say) while a call is in progress.
+    pub const unsafe fn with_source(source: S) -> Self {
+        SourcedHeap {
+            heap: UnsafeCell::new(Heap::new()),
+            source: UnsafeCell::new(source),
+            last: Cell::new(None),
+        }
+    }
+
+    /// The heap itself (statistics, checks).
+    ///
+    /// # Safety
+    /// No other reference to the heap is alive (no allocation is in progress).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn heap(&self) -> &mut Heap {
+        // SAFETY: the caller promises exclusive access.
+        unsafe { &mut *self.heap.get() }
+    }
+
+    /// The memory source.
+    ///
+    /// # Safety
+    /// No other reference to the source is alive (no allocation is in progress).
+    #[allow(clippy::mut_from_ref)]
+    pub unsafe fn source(&self) -> &mut S {
+        // SAFETY: the caller promises exclusive access.
+        unsafe { &mut *self.source.get() }
+    }
+
+    /// Asks the source for memory enough to serve `layout` and adds it to the heap; `false` if
+    /// the source refused, the request cannot be sized, or the heap refused the block.
+    ///
+    /// # Safety
+    /// Exclusive access to the heap and the source (the promise of `with_source`).
+    #[cold]
+    #[inline(never)]
+    unsafe fn take_more(&self, layout: Layout) -> bool {
+        let Some(wanted) = layout
+            .size()
+            .checked_add(layout.align())
+            .and_then(|bytes| bytes.checked_add(GROWTH_MARGIN))
+        else {
+            return false;
+        };
+        // SAFETY: exclusive access, from the caller.
+        let Some((base, size)) = unsafe { self.source() }.grow(wanted) else {
+            return false;
+        };
+        // SAFETY: exclusive access, from the caller.
+        let heap = unsafe { self.heap() };
+        match self.last.get() {
+            Some((last_base, last_size))
+                if last_base.as_ptr().addr().checked_add(last_size)
+                    == Some(base.as_ptr().addr()) =>
+            {
+                let grown = last_size + size;
+                // SAFETY: the source gave `[base, base + size)` away for good and promises that
+                // the region's base pointer carries provenance for it.
+                let extended = unsafe { heap.extend(last_base.as_ptr(), grown) }.is_ok();
+                if extended {
+                    self.last.set(Some((last_base, grown)));
+                }
+                extended
+            }
+            _ => {
+                // SAFETY: the source gave the block away for good, with provenance.
+                let claimed = unsafe { heap.claim(base.as_ptr(), size) }.is_ok();
+                if claimed {
+                    self.last.set(Some((base, size)));
+                }
+                claimed
+            }
+        }
+    }
+
+    /// The slow path of a request the heap could not serve: up to [`GROWTH_ROUNDS`] growths,
+    /// each followed by another `attempt` (`Break` ends with its outcome, `Continue` means out
+    /// of memory still). The fast paths call the heap directly, whose results are one word,
+    /// so they need no stack frame in linear memory: on wasm32 a frame there is a store to a
+    /// page that Gear charges per message.
+    ///
+    /// # Safety
+    /// Exclusive access to the heap and the source (the promise of `with_source`).
+    #[cold]
+    unsafe fn grow_and_retry<T>(
+        &self,
+        layout: Layout,
+        mut attempt: impl FnMut(&mut Heap) -> ControlFlow<Option<T>>,
+    ) -> Option<T> {
+        let mut rounds = GROWTH_ROUNDS;
+        // SAFETY: exclusive access, from the caller; each borrow of the heap ends before the
+        // next growth.
+        while rounds > 0 && unsafe { self.take_more(layout) } {
+            rounds -= 1;
+            // SAFETY: as above.
+            if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
+                return outcome;
+            }
+        }
+        None
+    }
+}
+
+/// An attempt to serve `layout` from the heap, for [`SourcedHeap::grow_and_retry`].
+fn allocate(layout: Layout) -> impl FnMut(&mut Heap) -> ControlFlow<Option<NonNull<u8>>> {
+    move |heap| match heap.allocate(layout) {
+        Ok(block) => ControlFlow::Break(Some(block)),
+        Err(_) => ControlFlow::Continue(()),
+    }
+}
+
+/// An attempt to resize the block at `ptr` from `old` to `new`, for
+/// [`SourcedHeap::grow_and_retry`]. The first attempt, before any growth, validated the block
+/// (a checked build reports misuse there), and growth changes no block: misuse cannot show up
+/// here, and if it did the request would fail with null.
+fn resize(
+    ptr: NonNull<u8>,
+    old: Layout,
+    new: Layout,
+) -> impl FnMut(&mut Heap) -> ControlFlow<Option<NonNull<u8>>> {
+    move |heap| {
+        // SAFETY: the caller of `realloc` passed a live block with its layout, still live
+        // after every failed attempt.
+        match unsafe { heap.resize_or_misuse(ptr, old, new) } {
+            Ok(Ok(moved)) => ControlFlow::Break(Some(moved)),
+            Ok(Err(_)) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(None),
+        }
+    }
+}
+
+// SAFETY: blocks come from the heap, which hands out each block once with the requested layout;
+// exclusive access comes from the single-thread promise of `with_source`. Misuse caught by a
+// checked build is reported after the heap's borrow ends.
+unsafe impl<S: MemorySource> GlobalAlloc for SourcedHeap<S> {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // The fast path calls the heap directly: its result is one word, so no frame in
+        // linear memory is needed (see `with_growth`).
+        // SAFETY: single-threaded by the promise of `with_source`.
+        match unsafe { self.heap() }.allocate(layout) {
+            Ok(block) => block.as_ptr(),
+            // SAFETY: as above.
+            Err(_) => unsafe { self.grow_and_retry(layout, allocate(layout)) }
+                .map_or(null_mut(), NonNull::as_ptr),
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        let Some(ptr) = NonNull::new(ptr) else {
+            return;
+        };
+        // SAFETY: single-threaded, and the caller passes a live block with its layout.
+        if let Err(misuse) = unsafe { self.heap().deallocate_or_misuse(ptr, layout) } {
+            global::abort_on(&misuse);
+        }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let Some(ptr) = NonNull::new(ptr) else {
+            return null_mut();
+        };
+        let Ok(new) = Layout::from_size_align(new_size, layout.align()) else {
+            return null_mut();
+        };
+        // SAFETY: single-threaded; the caller passes a live block with its layout.
+        let outcome = unsafe { self.heap().resize_or_misuse(ptr, layout, new) };
+        match outcome {
+            Ok(Ok(moved)) => moved.as_ptr(),
+            // SAFETY: as above; the block stays live after a failed resize.
+            Ok(Err(_)) => unsafe { self.grow_and_retry(new, resize(ptr, layout, new)) }
+                .map_or(null_mut(), NonNull::as_ptr),
+            Err(misuse) => global::abort_on(&misuse),
+        }
+    }
+}
