@@ -55,6 +55,16 @@ fn assert_refused(output: &Output, needle: &str, dir: &Path) {
     assert_eq!(entries(dir), Vec::<String>::new(), "no files left behind");
 }
 
+/// Runs `heapworks ARGS --out <a fresh scratch dir>/h` and asserts it is refused with `needle`
+/// (see [`assert_refused`]).
+fn assert_args_refused(name: &str, args: &[&str], needle: &str) {
+    let dir = scratch(name);
+    let out = dir.join("h");
+    let mut args = args.to_vec();
+    args.extend(["--out", out.to_str().unwrap()]);
+    assert_refused(&heapworks(&args), needle, &dir);
+}
+
 #[test]
 fn tiny_run_writes_every_output_and_the_report_rerenders() {
     let dir = scratch("run");
@@ -187,30 +197,20 @@ fn unknown_allocator_is_refused() {
 
 #[test]
 fn zero_duration_is_refused() {
-    let dir = scratch("zero-duration");
-    let output = heapworks(&[
-        "bench",
-        "--quick",
-        "--duration",
-        "0ms",
-        "--out",
-        dir.join("h").to_str().unwrap(),
-    ]);
-    assert_refused(&output, "duration must be greater than zero", &dir);
+    assert_args_refused(
+        "zero-duration",
+        &["bench", "--quick", "--duration", "0ms"],
+        "duration must be greater than zero",
+    );
 }
 
 #[test]
 fn zero_trials_are_refused() {
-    let dir = scratch("zero-trials");
-    let output = heapworks(&[
-        "bench",
-        "--quick",
-        "--trials",
-        "0",
-        "--out",
-        dir.join("h").to_str().unwrap(),
-    ]);
-    assert_refused(&output, "trials must be at least 1", &dir);
+    assert_args_refused(
+        "zero-trials",
+        &["bench", "--quick", "--trials", "0"],
+        "trials must be at least 1",
+    );
 }
 
 #[test]
@@ -532,16 +532,16 @@ fn replay_of_a_corrupt_trace_names_the_offset() {
 
 #[test]
 fn replay_on_an_unknown_allocator_is_refused() {
-    let dir = scratch("replay-unknown-allocator");
-    let output = heapworks(&[
-        "replay",
-        corpus("git-log.hwt").to_str().unwrap(),
-        "--alloc",
-        "talc,jemalloc",
-        "--out",
-        dir.join("h").to_str().unwrap(),
-    ]);
-    assert_refused(&output, "unknown allocator `jemalloc`", &dir);
+    assert_args_refused(
+        "replay-unknown-allocator",
+        &[
+            "replay",
+            corpus("git-log.hwt").to_str().unwrap(),
+            "--alloc",
+            "talc,jemalloc",
+        ],
+        "unknown allocator `jemalloc`",
+    );
 }
 
 #[test]
@@ -856,16 +856,11 @@ fn an_empty_filter_is_refused_with_the_names_that_exist() {
 
 #[test]
 fn a_filter_that_runs_nothing_is_refused() {
-    let dir = scratch("filter-runs-nothing");
-    let output = heapworks(&[
-        "bench",
-        "--quick",
-        "--filter",
-        "heap_exhaustion,system",
-        "--out",
-        dir.join("h").to_str().unwrap(),
-    ]);
-    assert_refused(&output, "the selection runs nothing", &dir);
+    assert_args_refused(
+        "filter-runs-nothing",
+        &["bench", "--quick", "--filter", "heap_exhaustion,system"],
+        "the selection runs nothing",
+    );
 }
 
 #[test]
