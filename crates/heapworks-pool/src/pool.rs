@@ -132,12 +132,12 @@ impl Shared {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        let class = match region.capacity() >= self.resizable_from {
-            true => self
-                .classes
+        let class = if region.capacity() >= self.resizable_from {
+            self.classes
                 .floor_of(region.capacity())
-                .map_or(class, |c| c.index),
-            false => class,
+                .map_or(class, |c| c.index)
+        } else {
+            class
         };
         self.cache.put(class, region);
     }

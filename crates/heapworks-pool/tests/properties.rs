@@ -158,9 +158,10 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
                     // A recyclable buffer goes back under the largest class it holds whole
                     // (one recycled from a larger class is handed out as it is).
                     let bytes = buf.capacity_bytes();
-                    let class = match recyclable {
-                        true => classes.floor_of(bytes).unwrap().index,
-                        false => class,
+                    let class = if recyclable {
+                        classes.floor_of(bytes).unwrap().index
+                    } else {
+                        class
                     };
                     model.put(class, bytes, recyclable, budget);
                 }
