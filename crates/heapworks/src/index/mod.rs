@@ -8,6 +8,9 @@
 //!   bounded best fit for large requests (invariants in `index/bins.rs`);
 //! - [`SplayTree`]: one top-down splay tree keyed by size, chunks of a size already in the tree
 //!   kept in a list hanging from its node, exact best fit (invariants in `index/splay.rs`);
+//! - [`RedBlackTree`]: a red-black tree keyed by size with the same duplicate lists and no
+//!   parent pointer, rebalanced bottom-up from a stack of the search path, exact best fit
+//!   (invariants in `index/rbtree.rs`);
 //! - [`SegregatedLists`]: the classic baseline, one list per power of two of sizes and no
 //!   bitmap, first fit in the request's own class (invariants in `index/segregated.rs`);
 //! - [`Hybrid`]: the exact bins for small chunks, the splay tree from 2 KiB
@@ -30,18 +33,21 @@
 pub(crate) mod bins;
 pub(crate) mod hybrid;
 pub(crate) mod list;
+pub(crate) mod rbtree;
 pub(crate) mod segregated;
 pub(crate) mod splay;
+pub(crate) mod tree;
 
 pub use bins::Bins;
 pub use hybrid::Hybrid;
+pub use rbtree::RedBlackTree;
 pub use segregated::SegregatedLists;
 pub use splay::SplayTree;
 
 use crate::error::{Corruption, CorruptionKind};
 
 /// A free index a [`crate::Heap`] can be built on: [`Bins`] (the default), [`SplayTree`],
-/// [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's business.
+/// [`RedBlackTree`], [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's business.
 pub trait FreeIndex: Index {}
 
 impl<T: Index> FreeIndex for T {}

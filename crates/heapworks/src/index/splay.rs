@@ -29,17 +29,11 @@
 //! requests' fallback) do not splay: they step from size to size with a plain descent, so
 //! they cost O(distinct sizes × depth).
 
-use crate::chunk::{Chunk, GRANULE, IN_USE, MIN_CHUNK, SIZE_MASK, WORD};
+use crate::chunk::{Chunk, MIN_CHUNK};
 use crate::error::{Corruption, CorruptionKind};
 use crate::index::list::{self, get, link, set, LEFT, NEXT, PREV, RIGHT};
-use crate::index::{fault, mix, Index};
-
-/// The smallest chunk the tree files: header, `next`, `prev`, `left`, `right` and footer.
-pub(crate) const TREE_MIN: usize = MIN_CHUNK + GRANULE;
-const _: () = assert!(
-    TREE_MIN == 6 * WORD,
-    "one granule above MIN_CHUNK holds two links"
-);
+use crate::index::tree::{push_duplicate, unlink_duplicate, Plain, Tally, Walk, TREE_MIN};
+use crate::index::{fault, Index};
 
 /// A top-down splay tree of free chunks keyed by size, with duplicate lists (see the module
 /// docs). `Heap::<SplayTree>::empty()` builds a heap on it.
@@ -149,14 +143,7 @@ impl SplayTree {
             let root = splay(root, size);
             let root_size = root.size();
             if size == root_size {
-                // A duplicate: first in the node's list.
-                let first = get(root, NEXT);
-                set(chunk, NEXT, first);
-                set(chunk, PREV, Some(root));
-                if let Some(first) = first {
-                    set(first, PREV, Some(chunk));
-                }
-                set(root, NEXT, Some(chunk));
+                push_duplicate(root, chunk);
                 self.root = Some(root);
                 return;
             }
@@ -186,14 +173,11 @@ impl SplayTree {
                 list::remove(&mut self.smallest, chunk);
                 return;
             }
-            let next = get(chunk, NEXT);
             if let Some(prev) = get(chunk, PREV) {
-                set(prev, NEXT, next);
-                if let Some(next) = next {
-                    set(next, PREV, Some(prev));
-                }
+                unlink_duplicate(chunk, prev);
                 return;
             }
+            let next = get(chunk, NEXT);
             debug_assert!(self.root.is_some(), "a tree node in an empty tree");
             let root = splay(self.root.unwrap_unchecked(), size);
             debug_assert!(root == chunk, "the node of its size is not the chunk");
@@ -256,113 +240,10 @@ impl SplayTree {
         }
     }
 
-    /// The node of the least size at or above `key`, found by a plain descent of at most
-    /// `limit` steps (`Err` past it, on a corrupt tree).
-    ///
-    /// # Safety
-    /// The tree's links point at readable chunks (true of a consistent tree; on a corrupt one,
-    /// the checker's stated limit).
-    unsafe fn ceiling(&self, key: usize, limit: usize) -> Result<Option<Chunk>, ()> {
-        let mut found = None;
-        let mut cursor = self.root;
-        for _ in 0..=limit {
-            let Some(node) = cursor else {
-                return Ok(found);
-            };
-            // SAFETY: forwarded from the caller.
-            let size = unsafe { node.size() };
-            if size == key {
-                return Ok(Some(node));
-            }
-            // SAFETY: as above.
-            cursor = unsafe { get(node, if key < size { LEFT } else { RIGHT }) };
-            if key < size {
-                found = Some(node);
-            }
-        }
-        Err(())
-    }
-
-    /// Calls `f` with every filed chunk of at least `min_size` bytes and its size, by
-    /// increasing size, until it returns `true`; returns that chunk and size.
-    ///
-    /// # Safety
-    /// The tree is consistent.
-    pub(crate) unsafe fn find_in_order(
-        &self,
-        min_size: usize,
-        mut f: impl FnMut(Chunk, usize) -> bool,
-    ) -> Option<(Chunk, usize)> {
-        // SAFETY: filed chunks are free chunks with the link words of their size.
-        unsafe {
-            if min_size < TREE_MIN {
-                let mut cursor = self.smallest;
-                while let Some(chunk) = cursor {
-                    if f(chunk, MIN_CHUNK) {
-                        return Some((chunk, MIN_CHUNK));
-                    }
-                    cursor = get(chunk, NEXT);
-                }
-            }
-            let mut key = min_size;
-            while let Ok(Some(node)) = self.ceiling(key, usize::MAX) {
-                let size = node.size();
-                let mut cursor = Some(node);
-                while let Some(chunk) = cursor {
-                    if f(chunk, size) {
-                        return Some((chunk, size));
-                    }
-                    cursor = get(chunk, NEXT);
-                }
-                key = size + 1;
-            }
-            None
-        }
-    }
-
-    /// The size of the largest filed chunk.
-    ///
-    /// # Safety
-    /// The tree is consistent.
-    pub(crate) unsafe fn largest(&self) -> Option<usize> {
-        // SAFETY: tree nodes are free chunks with four link words.
-        unsafe {
-            let Some(mut node) = self.root else {
-                return self.smallest.map(|_| MIN_CHUNK);
-            };
-            while let Some(right) = get(node, RIGHT) {
-                node = right;
-            }
-            Some(node.size())
-        }
-    }
-
-    /// Checks the entry of one free chunk the region walk met: its list neighbours link back
-    /// and share its size; a chunk with no `prev` heads `smallest` or is a tree node (whose
-    /// place [`SplayTree::tally_from`] verifies).
-    ///
-    /// # Safety
-    /// `chunk` is a free chunk of `size` bytes inside a region.
-    pub(crate) unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
-        let bad_link = fault(chunk.addr(), CorruptionKind::BadLink);
-        // SAFETY: a free chunk's first two link words are inside it; a non-null link is read
-        // only as far as the first words of the chunk it names (the checker's stated limit).
-        unsafe {
-            let (next, prev) = (get(chunk, NEXT), get(chunk, PREV));
-            match prev {
-                None if size < TREE_MIN && self.smallest != Some(chunk) => return bad_link,
-                Some(prev) if get(prev, NEXT) != Some(chunk) || prev.size() != size => {
-                    return bad_link;
-                }
-                _ => {}
-            }
-            if let Some(next) = next {
-                if get(next, PREV) != Some(chunk) || next.size() != size {
-                    return bad_link;
-                }
-            }
-        }
-        Ok(())
+    /// The read-only view of the tree, for the walks that do not splay.
+    #[inline(always)]
+    pub(crate) fn walk(&self) -> Walk<Plain> {
+        Walk::of(self.root, self.smallest)
     }
 
     /// The tree's part of [`Index::tally`]: every chunk it files is a free chunk of its node's
@@ -374,71 +255,33 @@ impl SplayTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        let mut count = 0;
-        let mut fingerprint = 0usize;
-        let mut take = |chunk: Chunk, size: usize| -> Result<bool, Corruption> {
-            count += 1;
-            // SAFETY: the chunk was reached through non-null links; only its header is read.
-            let header = unsafe { chunk.header() };
-            let free_of_size = header & SIZE_MASK == size && header & IN_USE == 0;
-            if !free_of_size || header & !SIZE_MASK & !crate::chunk::PREV_IN_USE != 0 {
-                return fault(chunk.addr(), CorruptionKind::BadLink);
-            }
-            fingerprint = fingerprint.wrapping_add(mix(chunk.addr()));
-            Ok(count <= limit)
-        };
-        // SAFETY: every chunk walked was reached through non-null links and is read only as
-        // far as its first words before `take` verified its header; walks stop after `limit`
-        // entries.
-        unsafe {
-            let mut cursor = self.smallest;
-            while let Some(chunk) = cursor {
-                if !take(chunk, MIN_CHUNK)? {
-                    return Ok(None);
-                }
-                cursor = get(chunk, NEXT);
-            }
-            let mut key = 0;
-            loop {
-                let Ok(found) = self.ceiling(key, limit) else {
-                    return fault(self.root.map_or(0, Chunk::addr), CorruptionKind::BadLink);
-                };
-                let Some(node) = found else { break };
-                let size = node.size();
-                if size < min_node || get(node, PREV).is_some() {
-                    return fault(node.addr(), CorruptionKind::BadLink);
-                }
-                let mut cursor = Some(node);
-                while let Some(chunk) = cursor {
-                    if !take(chunk, size)? {
-                        return Ok(None);
-                    }
-                    cursor = get(chunk, NEXT);
-                }
-                key = size + 1;
-            }
+        let mut tally = Tally::new(limit);
+        if !tally.take_list(self.smallest, MIN_CHUNK)? {
+            return Ok(None);
         }
-        Ok(Some((count, fingerprint)))
-    }
-
-    /// Whether the free chunk `chunk` of `size` bytes is filed, within `limit` entries.
-    pub(crate) fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
-        // SAFETY: the checker's walk passed, so the links followed within `limit` entries
-        // were read by `tally_from` already.
-        unsafe {
-            let first = if size < TREE_MIN {
-                self.smallest
-            } else {
-                match self.ceiling(size, limit) {
-                    Ok(Some(node)) if node.size() == size => Some(node),
-                    _ => None,
-                }
+        let walk = self.walk();
+        let mut key = 0;
+        loop {
+            // SAFETY: every chunk walked was reached through non-null links and is read only
+            // as far as its first words before `take` verified its header; the descent stops
+            // after `limit + 1` steps.
+            let Ok(found) = (unsafe { walk.ceiling(key, limit) }) else {
+                return fault(self.root.map_or(0, Chunk::addr), CorruptionKind::BadLink);
             };
-            list::holds(first, chunk, limit)
+            let Some(node) = found else { break };
+            // SAFETY: as above.
+            let (size, prev) = unsafe { (node.size(), get(node, PREV)) };
+            if size < min_node || prev.is_some() {
+                return fault(node.addr(), CorruptionKind::BadLink);
+            }
+            if !tally.take_list(Some(node), size)? {
+                return Ok(None);
+            }
+            key = size + 1;
         }
+        Ok(tally.result())
     }
 }
-
 impl Index for SplayTree {
     const EMPTY: SplayTree = SplayTree::new();
     /// Only the list of the smallest chunks is worth a look inline.
@@ -482,13 +325,13 @@ impl Index for SplayTree {
         fits: impl FnMut(Chunk, usize) -> bool,
     ) -> Option<(Chunk, usize)> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.find_in_order(min_size, fits) }
+        unsafe { self.walk().find_in_order(min_size, fits) }
     }
 
     unsafe fn for_each(&self, mut f: impl FnMut(Chunk, usize)) {
         // SAFETY: forwarded from the caller.
         unsafe {
-            self.find_in_order(0, |chunk, size| {
+            self.walk().find_in_order(0, |chunk, size| {
                 f(chunk, size);
                 false
             });
@@ -497,12 +340,12 @@ impl Index for SplayTree {
 
     unsafe fn largest(&self) -> Option<usize> {
         // SAFETY: forwarded from the caller.
-        unsafe { SplayTree::largest(self) }
+        unsafe { self.walk().largest() }
     }
 
     unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
         // SAFETY: forwarded from the caller.
-        unsafe { SplayTree::check_filed(self, chunk, size) }
+        unsafe { self.walk().check_filed(chunk, size) }
     }
 
     fn tally(&self, limit: usize) -> Result<Option<(usize, usize)>, Corruption> {
@@ -510,7 +353,7 @@ impl Index for SplayTree {
     }
 
     fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
-        SplayTree::files(self, chunk, size, limit)
+        self.walk().files(chunk, size, limit)
     }
 }
 
@@ -523,6 +366,7 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
+    use crate::chunk::WORD;
     use crate::index::test_heap;
 
     /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated:
