@@ -67,6 +67,44 @@ pub(crate) fn test_heap<I: FreeIndex>(memory: &mut [u128]) -> crate::Heap<I> {
     heap
 }
 
+/// Allocates `count` blocks of `sizes` (in turn), then frees them in a scrambled order,
+/// allocating a block again after about one free in four, and checks the heap after every
+/// step, until no block is left; returns how many free chunks the index then files. For the
+/// indexes' unit tests: every kind of entry (duplicates, small chunks, new sizes) comes and
+/// goes.
+#[cfg(test)]
+pub(crate) fn churn<I: FreeIndex>(
+    heap: &mut crate::Heap<I>,
+    sizes: &[usize],
+    count: usize,
+) -> usize {
+    extern crate std;
+    use core::alloc::Layout;
+    let layout = |size| Layout::from_size_align(size, 8).unwrap();
+    let mut blocks: std::vec::Vec<_> = (0..count)
+        .map(|i| heap.allocate(layout(sizes[i % sizes.len()])).unwrap())
+        .collect();
+    let mut state = 7u64;
+    while !blocks.is_empty() {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        let block = blocks.swap_remove((state >> 33) as usize % blocks.len());
+        // SAFETY: every block is live and freed once.
+        unsafe { heap.free(block) };
+        heap.check().unwrap();
+        if state & 3 == 0 {
+            let size = sizes[(state >> 40) as usize % sizes.len()];
+            blocks.push(heap.allocate(layout(size)).unwrap());
+            heap.check().unwrap();
+        }
+    }
+    let mut free = 0;
+    // SAFETY: the index is consistent (checked).
+    unsafe { heap.index.for_each(|_, _| free += 1) };
+    free
+}
+
 /// A corruption of the index at `addr`, outside any bin.
 pub(crate) fn fault<T>(addr: usize, kind: CorruptionKind) -> Result<T, Corruption> {
     Err(Corruption {

@@ -59,9 +59,13 @@ use core::ptr::{self, NonNull};
 
 use crate::chunk::{Chunk, GRANULE_SHIFT, MIN_CHUNK, WORD};
 use crate::error::{Corruption, CorruptionKind};
+use crate::index::fault;
 use crate::index::list::{self, get, link, set, LEFT, NEXT, PREV, RIGHT};
-use crate::index::tree::{push_duplicate, unlink_duplicate, Children, Tally, Walk, TREE_MIN};
-use crate::index::{fault, Index};
+use crate::index::tree::{
+    push_duplicate, size_tree_index, unlink_listed, Children, Tally, Walk, TREE_MIN,
+};
+#[cfg(doc)]
+use crate::index::Index;
 
 /// The colour bit of a node's `left` word: set for a red node.
 const RED: usize = 1;
@@ -369,12 +373,7 @@ impl RedBlackTree {
         // SAFETY: filed chunks are free chunks with the link words of their size; a chunk of
         // the tree's sizes whose `prev` is null is a node (module invariants).
         unsafe {
-            if size < TREE_MIN {
-                list::remove(&mut self.smallest, chunk);
-                return;
-            }
-            if let Some(prev) = get(chunk, PREV) {
-                unlink_duplicate(chunk, prev);
+            if unlink_listed(&mut self.smallest, chunk, size) {
                 return;
             }
             let mut path = Path::new();
@@ -497,12 +496,6 @@ impl RedBlackTree {
         }
     }
 
-    /// The head of the list of chunks too small for a node.
-    #[inline(always)]
-    fn smallest(&self) -> Option<(Chunk, usize)> {
-        self.smallest.map(|chunk| (chunk, MIN_CHUNK))
-    }
-
     /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
     /// size has any, else its node.
     ///
@@ -510,7 +503,7 @@ impl RedBlackTree {
     /// The tree is consistent.
     pub(crate) unsafe fn best_fit(&self, size: usize) -> Option<(Chunk, usize)> {
         if size < TREE_MIN {
-            if let Some(found) = self.smallest() {
+            if let Some(found) = self.walk().smallest_entry() {
                 return Some(found);
             }
         }
@@ -519,6 +512,19 @@ impl RedBlackTree {
             let node = self.walk().ceiling(size, usize::MAX).ok()??;
             Some((get(node, NEXT).unwrap_or(node), node.size()))
         }
+    }
+
+    /// The checker's count ([`Index::tally`] with nodes of at least `min_node` bytes): the
+    /// list of the smallest chunks, then every node and its duplicates.
+    fn tally_from(
+        &self,
+        min_node: usize,
+        limit: usize,
+    ) -> Result<Option<(usize, usize)>, Corruption> {
+        let mut tally = Tally::new(limit);
+        let complete =
+            tally.take_list(self.smallest, MIN_CHUNK)? && self.tally_tree(&mut tally, min_node)?;
+        Ok(complete.then(|| tally.result()).flatten())
     }
 
     /// The tree's part of [`Index::tally`]: a walk of every node with a stack of pending
@@ -601,83 +607,7 @@ impl RedBlackTree {
     }
 }
 
-impl Index for RedBlackTree {
-    const EMPTY: RedBlackTree = RedBlackTree::new();
-    /// Only the list of the smallest chunks is worth a look inline.
-    const GOOD_FIT_BELOW: usize = TREE_MIN;
-
-    unsafe fn adopt_sink(&mut self, _sink: Chunk) {}
-
-    #[inline(always)]
-    fn slot_of(size: usize) -> usize {
-        size
-    }
-
-    unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { RedBlackTree::insert(self, chunk, size) }
-    }
-
-    unsafe fn unlink(&mut self, chunk: Chunk, slot: usize) {
-        // SAFETY: forwarded from the caller; the slot is the chunk's size.
-        unsafe { RedBlackTree::unlink(self, chunk, slot) }
-    }
-
-    #[inline(always)]
-    fn good_fit(&mut self, _size: usize) -> Option<(Chunk, usize)> {
-        self.smallest()
-    }
-
-    unsafe fn search(&mut self, size: usize) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.best_fit(size) }
-    }
-
-    unsafe fn find(&mut self, size: usize) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.best_fit(size) }
-    }
-
-    unsafe fn first_fit(
-        &mut self,
-        min_size: usize,
-        fits: impl FnMut(Chunk, usize) -> bool,
-    ) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.walk().find_in_order(min_size, fits) }
-    }
-
-    unsafe fn for_each(&self, mut f: impl FnMut(Chunk, usize)) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.walk().find_in_order(0, |chunk, size| {
-                f(chunk, size);
-                false
-            });
-        }
-    }
-
-    unsafe fn largest(&self) -> Option<usize> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.walk().largest() }
-    }
-
-    unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.walk().check_filed(chunk, size) }
-    }
-
-    fn tally(&self, limit: usize) -> Result<Option<(usize, usize)>, Corruption> {
-        let mut tally = Tally::new(limit);
-        let complete =
-            tally.take_list(self.smallest, MIN_CHUNK)? && self.tally_tree(&mut tally, TREE_MIN)?;
-        Ok(complete.then(|| tally.result()).flatten())
-    }
-
-    fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
-        self.walk().files(chunk, size, limit)
-    }
-}
+size_tree_index!(RedBlackTree);
 
 #[cfg(test)]
 mod tests {
@@ -689,7 +619,7 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
-    use crate::index::test_heap;
+    use crate::index::{churn, test_heap};
     use crate::Heap;
 
     /// The layout whose block takes a chunk of `chunk` bytes.
@@ -736,32 +666,7 @@ mod tests {
         let mut memory = vec![0u128; 32768];
         let mut heap = test_heap::<RedBlackTree>(&mut memory);
         let sizes: Vec<usize> = (0..40).map(|i| 8 + (i * 37 % 29) * 48).collect();
-        let mut blocks: Vec<_> = (0..200)
-            .map(|i| {
-                let layout = Layout::from_size_align(sizes[i % sizes.len()], 8).unwrap();
-                heap.allocate(layout).unwrap()
-            })
-            .collect();
-        let mut state = 7u64;
-        while !blocks.is_empty() {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1);
-            let block = blocks.swap_remove((state >> 33) as usize % blocks.len());
-            // SAFETY: every block is live and freed once.
-            unsafe { heap.free(block) };
-            heap.check().unwrap();
-            if state & 3 == 0 {
-                let size = sizes[(state >> 40) as usize % sizes.len()];
-                let layout = Layout::from_size_align(size, 8).unwrap();
-                blocks.push(heap.allocate(layout).unwrap());
-                heap.check().unwrap();
-            }
-        }
-        let mut free = 0;
-        // SAFETY: the index is consistent.
-        unsafe { heap.index.for_each(|_, _| free += 1) };
-        assert_eq!(free, 1);
+        assert_eq!(churn(&mut heap, &sizes, 200), 1);
     }
 
     /// Many distinct sizes filed in increasing order (the case that makes an unbalanced tree
@@ -833,71 +738,66 @@ mod tests {
     const A: usize = 96;
     const C: usize = 224;
 
+    /// Builds the tree of `sizes` (see `tree_of`), breaks it with `corrupt`, and asserts
+    /// that the checker reports a broken link at the chunk of `sizes[culprit]`.
+    fn assert_reported(sizes: &[usize], corrupt: impl FnOnce(&[Chunk]), culprit: usize) {
+        let mut memory = vec![0u128; 1024];
+        let (heap, chunks) = tree_of(&mut memory, sizes);
+        corrupt(&chunks);
+        let fault = heap.check().unwrap_err();
+        assert_eq!(fault.kind, CorruptionKind::BadLink);
+        assert_eq!(fault.addr, chunks[culprit].addr());
+    }
+
     /// A red root breaks the colour rules; the checker names it.
     #[test]
     fn a_red_root_is_reported() {
-        let mut memory = vec![0u128; 1024];
-        let (heap, chunks) = tree_of(&mut memory, &[B, A, C]);
         // SAFETY: the chunk is a node of the tree.
-        unsafe { paint(chunks[0], RED) };
-        let fault = heap.check().unwrap_err();
-        assert_eq!(fault.kind, CorruptionKind::BadLink);
-        assert_eq!(fault.addr, chunks[0].addr());
+        assert_reported(&[B, A, C], |chunks| unsafe { paint(chunks[0], RED) }, 0);
     }
 
     /// A red node with a red child breaks the colour rules; the checker names the child.
     #[test]
     fn a_red_child_of_a_red_node_is_reported() {
-        let mut memory = vec![0u128; 1024];
         // The fourth, smallest size recolours: a black root, two black children, and the new
         // node red below `A`.
-        let (heap, chunks) = tree_of(&mut memory, &[B, A, C, 48]);
-        // SAFETY: the chunks are nodes of the tree.
-        unsafe {
-            assert_eq!(heap.index.root, Some(chunks[0]));
-            assert_eq!(child(chunks[1], LEFT), Some(chunks[3]));
-            assert_eq!((colour(chunks[1]), colour(chunks[3])), (0, RED));
-            paint(chunks[1], RED);
-        }
-        let fault = heap.check().unwrap_err();
-        assert_eq!(fault.kind, CorruptionKind::BadLink);
-        assert_eq!(fault.addr, chunks[3].addr());
+        let paint_parent_red = |chunks: &[Chunk]| {
+            // SAFETY: the chunks are nodes of the tree.
+            unsafe {
+                assert_eq!(child(chunks[1], LEFT), Some(chunks[3]));
+                assert_eq!((colour(chunks[1]), colour(chunks[3])), (0, RED));
+                paint(chunks[1], RED);
+            }
+        };
+        assert_reported(&[B, A, C, 48], paint_parent_red, 3);
     }
 
     /// Unequal black heights are reported, at the node whose null link is short.
     #[test]
     fn unequal_black_heights_are_reported() {
-        let mut memory = vec![0u128; 1024];
-        let (heap, chunks) = tree_of(&mut memory, &[B, A, C]);
         // SAFETY: the chunk is a node of the tree.
-        unsafe { paint(chunks[1], 0) };
-        let fault = heap.check().unwrap_err();
-        assert_eq!(fault.kind, CorruptionKind::BadLink);
-        assert_eq!(fault.addr, chunks[2].addr());
+        assert_reported(&[B, A, C], |chunks| unsafe { paint(chunks[1], 0) }, 2);
     }
 
     /// Children swapped break the order; the checker names the first node out of it.
     #[test]
     fn a_broken_order_is_reported() {
-        let mut memory = vec![0u128; 1024];
-        let (heap, chunks) = tree_of(&mut memory, &[B, A, C]);
-        // SAFETY: the chunks are nodes of the tree.
-        unsafe {
-            set_child(chunks[0], LEFT, Some(chunks[2]));
-            set_child(chunks[0], RIGHT, Some(chunks[1]));
-        }
-        let fault = heap.check().unwrap_err();
-        assert_eq!(fault.kind, CorruptionKind::BadLink);
-        assert_eq!(fault.addr, chunks[2].addr());
+        let swap_children = |chunks: &[Chunk]| {
+            // SAFETY: the chunks are nodes of the tree.
+            unsafe {
+                set_child(chunks[0], LEFT, Some(chunks[2]));
+                set_child(chunks[0], RIGHT, Some(chunks[1]));
+            }
+        };
+        assert_reported(&[B, A, C], swap_children, 2);
     }
 
-    /// A tree node that claims to be a duplicate is reported.
+    /// A tree node that claims to be a duplicate (naming itself as its predecessor) is
+    /// reported.
     #[test]
     fn a_node_marked_as_duplicate_is_reported() {
-        let mut memory = vec![0u128; 1024];
-        let (heap, chunks) = tree_of(&mut memory, &[B, A, C]);
-        // SAFETY: the chunk is a node; it names itself as its predecessor.
-        unsafe { set(chunks[1], PREV, Some(chunks[1])) };
-        assert_eq!(heap.check().unwrap_err().kind, CorruptionKind::BadLink);
+        // SAFETY: the chunk is a node of the tree.
+        let mark = |chunks: &[Chunk]| unsafe { set(chunks[1], PREV, Some(chunks[1])) };
+        assert_reported(&[B, A, C], mark, 1);
     }
 }

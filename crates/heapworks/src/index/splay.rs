@@ -31,9 +31,11 @@
 
 use crate::chunk::{Chunk, MIN_CHUNK};
 use crate::error::{Corruption, CorruptionKind};
+use crate::index::fault;
 use crate::index::list::{self, get, link, set, LEFT, NEXT, PREV, RIGHT};
-use crate::index::tree::{push_duplicate, unlink_duplicate, Plain, Tally, Walk, TREE_MIN};
-use crate::index::{fault, Index};
+use crate::index::tree::{
+    push_duplicate, size_tree_index, unlink_listed, Plain, Tally, Walk, TREE_MIN,
+};
 
 /// A top-down splay tree of free chunks keyed by size, with duplicate lists (see the module
 /// docs). `Heap::<SplayTree>::empty()` builds a heap on it.
@@ -169,12 +171,7 @@ impl SplayTree {
         // SAFETY: filed chunks are free chunks with the link words of their size; a chunk
         // whose `prev` is null is the head of `smallest` or a tree node (module invariants).
         unsafe {
-            if size < TREE_MIN {
-                list::remove(&mut self.smallest, chunk);
-                return;
-            }
-            if let Some(prev) = get(chunk, PREV) {
-                unlink_duplicate(chunk, prev);
+            if unlink_listed(&mut self.smallest, chunk, size) {
                 return;
             }
             let next = get(chunk, NEXT);
@@ -203,12 +200,6 @@ impl SplayTree {
         }
     }
 
-    /// The head of the list of chunks too small for a node.
-    #[inline(always)]
-    pub(crate) fn smallest(&self) -> Option<(Chunk, usize)> {
-        self.smallest.map(|chunk| (chunk, MIN_CHUNK))
-    }
-
     /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
     /// size has any, else its node, which is left at the root.
     ///
@@ -216,7 +207,7 @@ impl SplayTree {
     /// The tree is consistent.
     pub(crate) unsafe fn best_fit(&mut self, size: usize) -> Option<(Chunk, usize)> {
         if size < TREE_MIN {
-            if let Some(found) = self.smallest() {
+            if let Some(found) = self.walk().smallest_entry() {
                 return Some(found);
             }
         }
@@ -282,80 +273,8 @@ impl SplayTree {
         Ok(tally.result())
     }
 }
-impl Index for SplayTree {
-    const EMPTY: SplayTree = SplayTree::new();
-    /// Only the list of the smallest chunks is worth a look inline.
-    const GOOD_FIT_BELOW: usize = TREE_MIN;
 
-    unsafe fn adopt_sink(&mut self, _sink: Chunk) {}
-
-    #[inline(always)]
-    fn slot_of(size: usize) -> usize {
-        size
-    }
-
-    unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { SplayTree::insert(self, chunk, size) }
-    }
-
-    unsafe fn unlink(&mut self, chunk: Chunk, slot: usize) {
-        // SAFETY: forwarded from the caller; the slot is the chunk's size.
-        unsafe { SplayTree::unlink(self, chunk, slot) }
-    }
-
-    #[inline(always)]
-    fn good_fit(&mut self, _size: usize) -> Option<(Chunk, usize)> {
-        self.smallest()
-    }
-
-    unsafe fn search(&mut self, size: usize) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.best_fit(size) }
-    }
-
-    unsafe fn find(&mut self, size: usize) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.best_fit(size) }
-    }
-
-    unsafe fn first_fit(
-        &mut self,
-        min_size: usize,
-        fits: impl FnMut(Chunk, usize) -> bool,
-    ) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.walk().find_in_order(min_size, fits) }
-    }
-
-    unsafe fn for_each(&self, mut f: impl FnMut(Chunk, usize)) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.walk().find_in_order(0, |chunk, size| {
-                f(chunk, size);
-                false
-            });
-        }
-    }
-
-    unsafe fn largest(&self) -> Option<usize> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.walk().largest() }
-    }
-
-    unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.walk().check_filed(chunk, size) }
-    }
-
-    fn tally(&self, limit: usize) -> Result<Option<(usize, usize)>, Corruption> {
-        self.tally_from(TREE_MIN, limit)
-    }
-
-    fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
-        self.walk().files(chunk, size, limit)
-    }
-}
+size_tree_index!(SplayTree);
 
 #[cfg(test)]
 mod tests {
@@ -367,7 +286,7 @@ mod tests {
 
     use super::*;
     use crate::chunk::WORD;
-    use crate::index::test_heap;
+    use crate::index::{churn, test_heap};
 
     /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated:
     /// the tree, its duplicate lists and the smallest chunks' list all change; the heap is
@@ -377,35 +296,7 @@ mod tests {
         let mut memory = vec![0u128; 8192];
         let mut heap = test_heap::<SplayTree>(&mut memory);
         let sizes = [8usize, 24, 40, 100, 24, 8, 300, 40, 8, 1000, 100, 24];
-        let mut blocks: Vec<_> = (0..60)
-            .map(|i| {
-                let layout = Layout::from_size_align(sizes[i % sizes.len()], 8).unwrap();
-                heap.allocate(layout).unwrap()
-            })
-            .collect();
-        let mut state = 7u64;
-        while !blocks.is_empty() {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1);
-            let block = blocks.swap_remove((state >> 33) as usize % blocks.len());
-            // SAFETY: every block is live and freed once.
-            unsafe { heap.free(block) };
-            heap.check().unwrap();
-            if state & 3 == 0 {
-                let size = sizes[(state >> 40) as usize % sizes.len()];
-                let layout = Layout::from_size_align(size, 8).unwrap();
-                blocks.push(heap.allocate(layout).unwrap());
-                heap.check().unwrap();
-            }
-        }
-        let free: Vec<usize> = {
-            let mut sizes = Vec::new();
-            // SAFETY: the index is consistent.
-            unsafe { heap.index.for_each(|_, size| sizes.push(size)) };
-            sizes
-        };
-        assert_eq!(free.len(), 1);
+        assert_eq!(churn(&mut heap, &sizes, 60), 1);
     }
 
     /// The search is an exact best fit: among free chunks of 96, 160 and 112 bytes kept apart

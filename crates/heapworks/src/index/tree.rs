@@ -181,6 +181,12 @@ impl<C: Children> Walk<C> {
         Ok(())
     }
 
+    /// The head of the list of chunks too small for a node, with its size.
+    #[inline(always)]
+    pub(crate) fn smallest_entry(&self) -> Option<(Chunk, usize)> {
+        self.smallest.map(|chunk| (chunk, MIN_CHUNK))
+    }
+
     /// Whether the free chunk `chunk` of `size` bytes is filed, within `limit` entries.
     pub(crate) fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
         // SAFETY: the checker's walk passed, so the links followed within `limit` entries
@@ -198,6 +204,97 @@ impl<C: Children> Walk<C> {
         }
     }
 }
+
+/// The [`crate::index::Index`] of a size tree: the same for every one, as a tree differs only
+/// in its inherent `new`, `walk`, `insert`, `unlink`, `best_fit` (exact best fit) and
+/// `tally_from(min_node, limit)` (its part of the checker's count, nodes of at least
+/// `min_node` bytes), which this calls. The slot of an entry is its size; only the list of
+/// the smallest chunks is worth a look inline.
+macro_rules! size_tree_index {
+    ($tree:ty) => {
+        impl $crate::index::Index for $tree {
+            const EMPTY: $tree = <$tree>::new();
+            const GOOD_FIT_BELOW: usize = $crate::index::tree::TREE_MIN;
+
+            unsafe fn adopt_sink(&mut self, _sink: $crate::chunk::Chunk) {}
+
+            #[inline(always)]
+            fn slot_of(size: usize) -> usize {
+                size
+            }
+
+            unsafe fn insert(&mut self, chunk: $crate::chunk::Chunk, size: usize) {
+                // SAFETY: forwarded from the caller.
+                unsafe { <$tree>::insert(self, chunk, size) }
+            }
+
+            unsafe fn unlink(&mut self, chunk: $crate::chunk::Chunk, slot: usize) {
+                // SAFETY: forwarded from the caller; the slot is the chunk's size.
+                unsafe { <$tree>::unlink(self, chunk, slot) }
+            }
+
+            #[inline(always)]
+            fn good_fit(&mut self, _size: usize) -> Option<($crate::chunk::Chunk, usize)> {
+                self.walk().smallest_entry()
+            }
+
+            unsafe fn search(&mut self, size: usize) -> Option<($crate::chunk::Chunk, usize)> {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.best_fit(size) }
+            }
+
+            unsafe fn find(&mut self, size: usize) -> Option<($crate::chunk::Chunk, usize)> {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.best_fit(size) }
+            }
+
+            unsafe fn first_fit(
+                &mut self,
+                min_size: usize,
+                fits: impl FnMut($crate::chunk::Chunk, usize) -> bool,
+            ) -> Option<($crate::chunk::Chunk, usize)> {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.walk().find_in_order(min_size, fits) }
+            }
+
+            unsafe fn for_each(&self, mut f: impl FnMut($crate::chunk::Chunk, usize)) {
+                // SAFETY: forwarded from the caller.
+                unsafe {
+                    self.walk().find_in_order(0, |chunk, size| {
+                        f(chunk, size);
+                        false
+                    });
+                }
+            }
+
+            unsafe fn largest(&self) -> Option<usize> {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.walk().largest() }
+            }
+
+            unsafe fn check_filed(
+                &self,
+                chunk: $crate::chunk::Chunk,
+                size: usize,
+            ) -> Result<(), $crate::error::Corruption> {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.walk().check_filed(chunk, size) }
+            }
+
+            fn tally(
+                &self,
+                limit: usize,
+            ) -> Result<Option<(usize, usize)>, $crate::error::Corruption> {
+                self.tally_from($crate::index::tree::TREE_MIN, limit)
+            }
+
+            fn files(&self, chunk: $crate::chunk::Chunk, size: usize, limit: usize) -> bool {
+                self.walk().files(chunk, size, limit)
+            }
+        }
+    };
+}
+pub(crate) use size_tree_index;
 
 /// Files `chunk` as the first duplicate of the node `node`.
 ///
@@ -217,19 +314,34 @@ pub(crate) unsafe fn push_duplicate(node: Chunk, chunk: Chunk) {
     }
 }
 
-/// Takes the duplicate `chunk` out of its node's list, given its `prev` (O(1)).
+/// Takes the filed chunk `chunk` of `size` bytes out if a list holds it (`smallest`, or its
+/// node's duplicates), in O(1); `false` when it is a tree node, which the tree takes out.
 ///
 /// # Safety
-/// `chunk` is a duplicate in a consistent list, and `prev` its `prev` word.
+/// `chunk` is filed in a consistent size tree whose list of the smallest chunks is
+/// `smallest`, of `size` bytes by its header.
 #[inline(always)]
-pub(crate) unsafe fn unlink_duplicate(chunk: Chunk, prev: Chunk) {
-    // SAFETY: list entries are free chunks with `next` and `prev` words.
+pub(crate) unsafe fn unlink_listed(
+    smallest: &mut Option<Chunk>,
+    chunk: Chunk,
+    size: usize,
+) -> bool {
+    // SAFETY: filed chunks are free chunks with the link words of their size; of the tree's
+    // sizes, a chunk with a non-null `prev` is a duplicate (module invariants).
     unsafe {
+        if size < TREE_MIN {
+            list::remove(smallest, chunk);
+            return true;
+        }
+        let Some(prev) = get(chunk, PREV) else {
+            return false;
+        };
         let next = get(chunk, NEXT);
         set(prev, NEXT, next);
         if let Some(next) = next {
             set(next, PREV, Some(prev));
         }
+        true
     }
 }
 
