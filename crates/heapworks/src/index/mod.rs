@@ -47,7 +47,8 @@ pub use splay::SplayTree;
 use crate::error::{Corruption, CorruptionKind};
 
 /// A free index a [`crate::Heap`] can be built on: [`Bins`] (the default), [`SplayTree`],
-/// [`RedBlackTree`], [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's business.
+/// [`RedBlackTree`], [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's
+/// business.
 pub trait FreeIndex: Index {}
 
 impl<T: Index> FreeIndex for T {}

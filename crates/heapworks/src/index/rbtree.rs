@@ -35,13 +35,17 @@
 //! 2·log2(n + 1) ≤ B + 1 - g, which is 61 on 64-bit targets (30 on 32-bit). The extra entry
 //! is for a removal's fix-up, which may push one when it rotates a red sibling up.
 //!
+//! Every operation on a node is O(log n) at worst (no amortisation); on a duplicate or a chunk
+//! of `smallest`, O(1).
+//!
 //! Why bottom-up rather than top-down: measured. The fix-ups (`fix_insert`, `fix_remove`) are
 //! kept out of line so that callgrind counts them apart. Against an experimental top-down
 //! insertion (one pass that splits every node with two red children on the way down and
-//! rotates where two reds meet, so it needs no stack; not kept), on `bench --instructions`'
-//! probe (`valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*measured_*'
-//! heapworks instructions-probe --allocator heapworks_rbtree --sequence uniform64|talc-large --seed
-//! 1`, deterministic, one run each), instructions per call:
+//! rotates where two reds meet, so it needs no stack; not kept), on the probe of `bench
+//! --instructions` (`valgrind --tool=callgrind --collect-atstart=no
+//! --toggle-collect='*measured_*' heapworks instructions-probe --allocator heapworks_rbtree
+//! --sequence uniform64|talc-large --seed 1`, with the bench contender `heapworks_rbtree`
+//! registered for the run; deterministic, one run each), instructions per call:
 //!
 //! | sequence | insert, bottom-up / top-down | free, bottom-up / top-down |
 //! |---|---|---|
