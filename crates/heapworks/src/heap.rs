@@ -32,7 +32,7 @@ use crate::region::RegionRecord;
 use crate::stats::Counters;
 
 /// Whether free and realloc validate their pointer first (feature `checked`, or debug builds).
-const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
+pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
 
 /// An unsynchronized heap over the regions it has been handed.
 ///

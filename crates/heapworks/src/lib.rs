@@ -54,6 +54,7 @@ mod chunk;
 #[cfg(feature = "critical-section")]
 mod critical;
 mod error;
+mod front;
 mod global;
 mod heap;
 pub mod index;
@@ -68,6 +69,7 @@ mod unsync;
 #[cfg(feature = "critical-section")]
 pub use critical::{CriticalSectionHeap, CriticalSectionLock};
 pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
+pub use front::FrontHeap;
 pub use heap::Heap;
 pub use index::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
 #[cfg(feature = "lock_api")]
