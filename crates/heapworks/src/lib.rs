@@ -17,7 +17,10 @@
 //! [`Heap`] is the unsynchronized engine, generic over its free index ([`Bins`] by default;
 //! [`SplayTree`], [`Hybrid`] and [`SegregatedLists`] are the others, see [`index`]). [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
-//! [`UnsyncHeap`] serves single-threaded programs without a lock. On single-core
+//! [`UnsyncHeap`] serves single-threaded programs without a lock. [`FrontHeap`] (opt-in) puts a
+//! small-object front before a heap: requests of up to 256 B are served from size-classed,
+//! tagged slots in slabs carved from the heap, a pop and a push each;
+//! `UnsyncHeap<FrontHeap>` serves it as `#[global_allocator]`. On single-core
 //! microcontrollers whose interrupt handlers allocate, `CriticalSectionHeap` (feature
 //! `critical-section`) locks by a critical section instead of spinning.
 //!

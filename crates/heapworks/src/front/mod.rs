@@ -55,7 +55,17 @@ use crate::stats::Stats;
 use crate::Heap;
 use slab::{Slab, CLASSES, FIRST_SLOT, HEADER, LIVE, MAX_SMALL, TAG};
 
-/// A [`Heap`] with a small-object front (see the [module documentation](self)).
+/// A [`Heap`] with a small-object front: requests of up to [`FrontHeap::MAX_SMALL`] bytes at
+/// alignment up to the granule take a slot of their size class (one class per granule) from
+/// a slab, a heap block of about 1 KiB; a malloc is a pop from the class's list, a free a push.
+///
+/// Slots are **tagged, not headerless**: each has a one-word tag in front (with
+/// [`crate::EMBEDDER_TAG`] set and its offset in its slab), so `free` needs no size and tells
+/// a slot from a heap block with one load, at the heap's own overhead of one word per block.
+/// A slab goes back to the heap when its last slot is freed, unless it is the only slab of
+/// its class with a free slot (hysteresis: at most one empty slab per class is kept;
+/// [`FrontHeap::trim`] returns those). Statistics are the heap's, in which a held slab counts
+/// as in use. `INTERNALS.md` has the layout and the measured costs.
 ///
 /// ```
 /// use core::alloc::Layout;
@@ -181,12 +191,12 @@ impl<I: FreeIndex> FrontHeap<I> {
     unsafe fn pop(&mut self, slab: NonNull<Slab>, class: usize) -> NonNull<u8> {
         // SAFETY: a listed slab has a free slot, whose first word links the next one.
         unsafe {
-            let header = &mut *slab.as_ptr();
-            let slot = NonNull::new_unchecked(header.free);
-            header.free = slab::next_free(slot);
-            header.live += 1;
+            let header = slab.as_ptr();
+            let slot = NonNull::new_unchecked((*header).free);
+            (*header).free = slab::next_free(slot);
+            (*header).live += 1;
             slab::set_tag(slot, slab::tag_of(slot) | LIVE);
-            if header.free.is_null() {
+            if (*header).free.is_null() {
                 self.unlink(slab, class);
             }
             slot
@@ -224,9 +234,9 @@ impl<I: FreeIndex> FrontHeap<I> {
         };
         // SAFETY: `slab` and the old head are slabs of this front.
         unsafe {
-            let header = &mut *slab.as_ptr();
-            header.prev = null_mut();
-            header.next = *head;
+            let header = slab.as_ptr();
+            (*header).prev = null_mut();
+            (*header).next = *head;
             if let Some(old) = NonNull::new(*head) {
                 (*old.as_ptr()).prev = slab.as_ptr();
             }
@@ -241,17 +251,17 @@ impl<I: FreeIndex> FrontHeap<I> {
     unsafe fn unlink(&mut self, slab: NonNull<Slab>, class: usize) {
         // SAFETY: listed slabs and their neighbours are slabs of this front.
         unsafe {
-            let header = &mut *slab.as_ptr();
-            match NonNull::new(header.prev) {
-                Some(prev) => (*prev.as_ptr()).next = header.next,
+            let header = slab.as_ptr();
+            match NonNull::new((*header).prev) {
+                Some(prev) => (*prev.as_ptr()).next = (*header).next,
                 None => {
                     if let Some(head) = self.partial.get_mut(class) {
-                        *head = header.next;
+                        *head = (*header).next;
                     }
                 }
             }
-            if let Some(next) = NonNull::new(header.next) {
-                (*next.as_ptr()).prev = header.prev;
+            if let Some(next) = NonNull::new((*header).next) {
+                (*next.as_ptr()).prev = (*header).prev;
             }
         }
     }
@@ -328,15 +338,16 @@ impl<I: FreeIndex> FrontHeap<I> {
         unsafe {
             slab::set_tag(ptr, tag & !LIVE);
             let slab = slab::slab_of(ptr, tag);
-            let header = &mut *slab.as_ptr();
-            let was_full = header.free.is_null();
-            slab::set_next_free(ptr, header.free);
-            header.free = ptr.as_ptr();
-            header.live -= 1;
+            let header = slab.as_ptr();
+            let was_full = (*header).free.is_null();
+            slab::set_next_free(ptr, (*header).free);
+            (*header).free = ptr.as_ptr();
+            (*header).live -= 1;
             if was_full {
-                self.push(slab, slab::class_in(header.seal));
+                self.push(slab, slab::class_in((*header).seal));
             }
-            if header.live == 0 && !(header.prev.is_null() && header.next.is_null()) {
+            let alone = (*header).prev.is_null() && (*header).next.is_null();
+            if (*header).live == 0 && !alone {
                 self.release_slab(slab);
             }
         }
