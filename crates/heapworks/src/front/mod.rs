@@ -171,7 +171,7 @@ impl<I: FreeIndex> FrontHeap<I> {
     #[inline]
     pub fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         if layout.size() > MAX_SMALL || layout.align() > GRANULE {
-            return self.heap.allocate(layout);
+            return self.allocate_from_heap(layout);
         }
         let class = slab::class_of(layout.size());
         // SAFETY: `class_of` of a size up to `MAX_SMALL` is below `CLASSES`.
@@ -181,6 +181,12 @@ impl<I: FreeIndex> FrontHeap<I> {
             Some(slab) => Ok(unsafe { self.pop(slab, class) }),
             None => self.allocate_refill(class, layout),
         }
+    }
+
+    /// A heap block for `layout`: out of line, so the slot path needs no registers saved.
+    #[inline(never)]
+    fn allocate_from_heap(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        self.heap.allocate(layout)
     }
 
     /// Takes the first free slot of `slab`, which heads the list of `class`.
@@ -197,7 +203,7 @@ impl<I: FreeIndex> FrontHeap<I> {
             (*header).live += 1;
             slab::set_tag(slot, slab::tag_of(slot) | LIVE);
             if (*header).free.is_null() {
-                self.unlink(slab, class);
+                self.pop_head(slab, class);
             }
             slot
         }
@@ -242,6 +248,22 @@ impl<I: FreeIndex> FrontHeap<I> {
             }
         }
         *head = slab.as_ptr();
+    }
+
+    /// Takes `slab`, the head of the list of `class`, out of it.
+    ///
+    /// # Safety
+    /// `slab` heads the list of `class`.
+    #[inline(always)]
+    unsafe fn pop_head(&mut self, slab: NonNull<Slab>, class: usize) {
+        // SAFETY: the head and the slab after it are slabs of this front.
+        unsafe {
+            let next = (*slab.as_ptr()).next;
+            *self.partial.get_unchecked_mut(class) = next;
+            if let Some(next) = NonNull::new(next) {
+                (*next.as_ptr()).prev = null_mut();
+            }
+        }
     }
 
     /// Takes `slab` out of the list of `class`.
@@ -321,11 +343,21 @@ impl<I: FreeIndex> FrontHeap<I> {
         unsafe {
             let tag = slab::tag_of(ptr);
             if tag & TAG == 0 {
-                self.heap.free(ptr);
+                self.free_heap_block(ptr);
             } else {
                 self.release_slot(ptr, tag);
             }
         }
+    }
+
+    /// Frees a heap block: out of line, so the slot path needs no registers saved.
+    ///
+    /// # Safety
+    /// `ptr` is a live heap block of this front.
+    #[inline(never)]
+    unsafe fn free_heap_block(&mut self, ptr: NonNull<u8>) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.heap.free(ptr) }
     }
 
     /// Puts the live slot at `ptr` back on its slab's list.
@@ -346,8 +378,7 @@ impl<I: FreeIndex> FrontHeap<I> {
             if was_full {
                 self.push(slab, slab::class_in((*header).seal));
             }
-            let alone = (*header).prev.is_null() && (*header).next.is_null();
-            if (*header).live == 0 && !alone {
+            if (*header).live == 0 && !((*header).prev.is_null() && (*header).next.is_null()) {
                 self.release_slab(slab);
             }
         }
