@@ -51,6 +51,11 @@ pub trait Engine {
     /// # Safety
     /// As there.
     unsafe fn claim(&mut self, base: *mut u8, size: usize) -> Result<(), ClaimError>;
+    /// See [`Heap::extend`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn extend(&mut self, base: *mut u8, new_size: usize) -> Result<(), ClaimError>;
 }
 
 /// Implements [`Engine`] by forwarding to the type's own methods of the same names.
@@ -88,6 +93,11 @@ macro_rules! forward_engine {
             unsafe fn claim(&mut self, base: *mut u8, size: usize) -> Result<(), ClaimError> {
                 // SAFETY: forwarded from the caller.
                 unsafe { $ty::claim(self, base, size) }
+            }
+
+            unsafe fn extend(&mut self, base: *mut u8, new_size: usize) -> Result<(), ClaimError> {
+                // SAFETY: forwarded from the caller.
+                unsafe { $ty::extend(self, base, new_size) }
             }
         }
     };

@@ -78,9 +78,9 @@ pub use index::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
 #[cfg(feature = "lock_api")]
 pub use locked::LockedHeap;
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
-pub use source::{GearAlloc, GearHeap, GearMemory};
+pub use source::{GearAlloc, GearFrontHeap, GearHeap, GearMemory};
 #[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
-pub use source::{MemoryGrow, WasmHeap, WasmMemory};
+pub use source::{MemoryGrow, WasmFrontHeap, WasmHeap, WasmMemory};
 pub use source::{MemorySource, SourcedHeap};
 #[cfg(all(
     target_arch = "wasm32",
