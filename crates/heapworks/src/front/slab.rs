@@ -27,12 +27,17 @@
 use core::mem::size_of;
 use core::ptr::{null_mut, NonNull};
 
-use crate::chunk::{EMBEDDER_TAG, GRANULE, GRANULE_SHIFT, IN_USE, SIZE_MASK, WORD};
+use crate::chunk::{EMBEDDER_TAG, GRANULE, IN_USE, SIZE_MASK, WORD};
 
 /// The largest request the front serves (payload bytes).
 pub(crate) const MAX_SMALL: usize = 256;
-/// The number of size classes: one per granule of slot size, up to `MAX_SMALL` bytes of payload.
-pub(crate) const CLASSES: usize = (MAX_SMALL + WORD + GRANULE - 1) >> GRANULE_SHIFT;
+/// The spacing of slot sizes: 16 B on every target (a granule on 64-bit targets, two on
+/// 32-bit ones, where one class per granule would make 33 classes, and as many slabs touched).
+pub(crate) const SPACING: usize = 16;
+const SPACING_SHIFT: u32 = SPACING.trailing_zeros();
+/// The number of size classes: one per `SPACING` of slot size, up to `MAX_SMALL` bytes of
+/// payload.
+pub(crate) const CLASSES: usize = (MAX_SMALL + WORD + SPACING - 1) >> SPACING_SHIFT;
 /// Slot bytes a new slab aims at (the last class gets `MIN_SLOTS` slots, a little more).
 const SLAB_BYTES: usize = 1024;
 /// The fewest slots a slab holds.
@@ -65,19 +70,20 @@ pub(crate) struct Slab {
 pub(crate) const HEADER: usize = size_of::<Slab>();
 /// The offset of slot 0's payload from the slab header.
 pub(crate) const FIRST_SLOT: usize = HEADER + WORD;
-const _: () = assert!(HEADER % GRANULE == WORD && CLASSES <= CLASS_BITS);
+const _: () =
+    assert!(HEADER % GRANULE == WORD && CLASSES <= CLASS_BITS && SPACING.is_multiple_of(GRANULE));
 
 /// The class of a request of `size <= MAX_SMALL` bytes at alignment up to `GRANULE`: its slot
 /// is the heap chunk it would get, rounded to granules, but with no 32 B minimum.
 #[inline(always)]
 pub(crate) const fn class_of(size: usize) -> usize {
-    ((size + WORD + GRANULE - 1) >> GRANULE_SHIFT) - 1
+    ((size + WORD + SPACING - 1) >> SPACING_SHIFT) - 1
 }
 
 /// Bytes of one slot of `class`, tag included.
 #[inline(always)]
 pub(crate) const fn stride(class: usize) -> usize {
-    (class + 1) * GRANULE
+    (class + 1) * SPACING
 }
 
 /// The payload bytes a new slab of `class` asks the heap for.
@@ -203,10 +209,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn classes_are_granules_and_cover_every_small_size() {
+    fn classes_are_sixteen_bytes_apart_and_cover_every_small_size() {
         assert_eq!(class_of(0), 0);
-        assert_eq!(class_of(GRANULE - WORD), 0);
-        assert_eq!(class_of(GRANULE - WORD + 1), 1);
+        assert_eq!(class_of(SPACING - WORD), 0);
+        assert_eq!(class_of(SPACING - WORD + 1), 1);
         assert_eq!(class_of(MAX_SMALL), CLASSES - 1);
         for size in 0..=MAX_SMALL {
             let class = class_of(size);

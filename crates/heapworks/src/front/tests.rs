@@ -99,7 +99,7 @@ fn an_eight_byte_request_takes_sixteen_bytes() {
     let mut f = fixture(64 * 1024);
     let a = f.alloc(8);
     let b = f.alloc(8);
-    assert_eq!(b.as_ptr().addr() - a.as_ptr().addr(), 2 * WORD);
+    assert_eq!(b.as_ptr().addr() - a.as_ptr().addr(), 16);
 }
 
 #[test]
