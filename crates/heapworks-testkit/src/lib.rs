@@ -667,19 +667,13 @@ pub fn soak_with<I: FreeIndex>(
     arena_bytes: usize,
     check_every: u64,
 ) -> Tally {
-    let mut arena = Arena::new(arena_bytes);
-    let bounds = arena.range();
-    let mut heap = arena.heap_with::<I>();
-    soak_model(
-        Model::new(&mut heap, bounds, check_every),
-        seed,
-        ops,
-        max_size,
-    )
+    let heap = |arena: &mut Arena| arena.heap_with::<I>();
+    soak_on(heap, seed, ops, max_size, arena_bytes, check_every)
 }
 
-/// [`soak`] on a [`FrontHeap`] over the free index `I`.
-pub fn soak_front<I: FreeIndex>(
+/// [`soak`] on the subject `make` builds over the arena (a [`FrontHeap`], say).
+pub fn soak_on<H: Subject>(
+    make: impl FnOnce(&mut Arena) -> H,
     seed: u64,
     ops: usize,
     max_size: usize,
@@ -688,21 +682,8 @@ pub fn soak_front<I: FreeIndex>(
 ) -> Tally {
     let mut arena = Arena::new(arena_bytes);
     let bounds = arena.range();
-    let mut front = arena.front_with::<I>();
-    soak_model(
-        Model::new(&mut front, bounds, check_every),
-        seed,
-        ops,
-        max_size,
-    )
-}
-
-fn soak_model<H: Subject>(
-    mut model: Model<'_, H>,
-    seed: u64,
-    ops: usize,
-    max_size: usize,
-) -> Tally {
+    let mut subject = make(&mut arena);
+    let mut model = Model::new(&mut subject, bounds, check_every);
     let mut rng = Rng::new(seed);
     for _ in 0..ops {
         let op = random_op(&mut rng, model.live_blocks(), max_size);

@@ -14,7 +14,7 @@
 //! its small-blocks property test and small-size soak, so the core's Miri run stays short.
 
 use heapworks::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
-use heapworks_testkit::{soak_front, soak_with, Arena, Model, Op, Subject, Tally};
+use heapworks_testkit::{soak_on, soak_with, Arena, Model, Op, Subject, Tally};
 use proptest::prelude::*;
 
 fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
@@ -166,13 +166,19 @@ soaks_on!(
     SegregatedLists
 );
 
+/// A soak on the small-object front over the default index.
+fn soak_front(seed: u64, ops: usize, max_size: usize, arena: usize, check_every: u64) -> Tally {
+    let front = |arena: &mut Arena| arena.front_with::<Bins>();
+    soak_on(front, seed, ops, max_size, arena, check_every)
+}
+
 #[test]
 fn soak_small_sizes_front() {
-    soak_small_sizes_on(soak_front::<Bins>, OTHER_INDEX_SEEDS);
+    soak_small_sizes_on(soak_front, OTHER_INDEX_SEEDS);
 }
 
 #[test]
 #[cfg_attr(miri, ignore = "slow under Miri; the small-size soak covers the front")]
 fn soak_large_sizes_front() {
-    soak_large_sizes_on(soak_front::<Bins>, OTHER_INDEX_SEEDS);
+    soak_large_sizes_on(soak_front, OTHER_INDEX_SEEDS);
 }

@@ -51,7 +51,7 @@ use core::ptr::{null_mut, NonNull};
 
 use crate::chunk::{GRANULE, WORD};
 use crate::error::{AllocError, ClaimError, Misuse};
-use crate::heap::{report, CHECKED};
+use crate::heap::{layout_fits, report, CHECKED};
 use crate::index::{Bins, FreeIndex};
 use crate::stats::Stats;
 use crate::Heap;
@@ -589,12 +589,7 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// [`FrontHeap::validate`], and that `layout` fits the block.
     fn validate_layout(&self, ptr: NonNull<u8>, layout: Layout) -> Result<(), Misuse> {
         self.validate(ptr)?;
-        let addr = ptr.as_ptr().addr();
         // SAFETY: validated just above.
-        let usable = unsafe { FrontHeap::usable_size(ptr) };
-        if layout.size() > usable || addr & (layout.align() - 1) != 0 {
-            return Err(Misuse::LayoutMismatch { addr });
-        }
-        Ok(())
+        layout_fits(ptr, layout, unsafe { FrontHeap::usable_size(ptr) })
     }
 }
