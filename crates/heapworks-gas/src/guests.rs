@@ -31,6 +31,11 @@ pub const GUESTS: &[Guest] = &[
         ours: true,
     },
     Guest {
+        name: "heapworks-front",
+        file: "guest_heapworks_front.wasm",
+        ours: true,
+    },
+    Guest {
         name: "dlmalloc-0.2.14",
         file: "guest_dlmalloc.wasm",
         ours: false,

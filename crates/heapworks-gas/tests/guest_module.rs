@@ -86,9 +86,10 @@ fn imports(module: &Module) -> Vec<String> {
 }
 
 /// The guests' modules, with the imports each may have.
-const HEAPWORKS_GUESTS: [(&str, &[&str]); 2] = [
+const HEAPWORKS_GUESTS: [(&str, &[&str]); 3] = [
     ("guest_heapworks.wasm", &[]),
     ("guest_heapworks_gear.wasm", &["env.alloc"]),
+    ("guest_heapworks_front.wasm", &[]),
 ];
 
 fn heapworks_modules() -> Vec<(&'static str, &'static [&'static str], Module)> {

@@ -1,7 +1,8 @@
 //! Shadow-model testing for heapworks, shared by the integration tests, the soak runs and the
 //! fuzz target.
 //!
-//! A [`Model`] runs [`Op`]s against a [`heapworks::Heap`] and keeps a shadow of every live block.
+//! A [`Model`] runs [`Op`]s against a [`Subject`] (a [`heapworks::Heap`] on any index, or a
+//! [`heapworks::FrontHeap`]) and keeps a shadow of every live block.
 //! After every operation it verifies what a user relies on:
 //! - every block is aligned as asked, lies inside the arena and overlaps no other live block;
 //! - `usable_size` is at least the size asked for;
@@ -14,7 +15,10 @@
 //!   changes nothing when it fails, so the move finds the same largest block). That is the
 //!   promise "a request the largest free block can serve never fails", and its converse (no
 //!   such request is served from nothing); both cost two comparisons, as the model reads the
-//!   statistics before every request anyway;
+//!   statistics before every request anyway. A subject that holds memory in reserve (the
+//!   front's free slots, counted in use) may serve a request it covers from nothing, so for
+//!   those only the first half holds, and it gives the reserve back before the final check
+//!   that nothing is left in use;
 //! - `check()` passes (every `check_every` operations, and always at the end).
 //!
 //! [`malloc_model`] does the same for a C malloc through its API (heapworks-malloc's fuzz
@@ -29,7 +33,7 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 use std::ptr::NonNull;
 
-use heapworks::{Bins, FreeIndex, Heap};
+use heapworks::{AllocError, Bins, Corruption, FreeIndex, FrontHeap, Heap, Stats};
 
 /// Memory for a heap to claim: a zeroed, 16-byte aligned buffer that outlives the heap.
 pub struct Arena {
@@ -77,6 +81,139 @@ impl Arena {
         // the arena alive and untouched), and the pointer carries provenance for all of it.
         unsafe { heap.claim(self.base(), self.len()) }.expect("arena large enough");
         heap
+    }
+
+    /// A [`FrontHeap`] on the free index `I` over the whole arena (the arena must outlive it).
+    pub fn front_with<I: FreeIndex>(&mut self) -> FrontHeap<I> {
+        let mut front = FrontHeap::<I>::empty();
+        // SAFETY: as for `heap_with`.
+        unsafe { front.claim(self.base(), self.len()) }.expect("arena large enough");
+        front
+    }
+}
+
+/// What the model drives: a [`Heap`] on any index, or a [`FrontHeap`]. The methods are those
+/// of the heap, with the same contracts.
+pub trait Subject {
+    /// See [`Heap::allocate`].
+    fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError>;
+    /// See [`Heap::deallocate`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn deallocate(&mut self, ptr: NonNull<u8>, layout: Layout);
+    /// See [`Heap::free`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn free(&mut self, ptr: NonNull<u8>);
+    /// See [`Heap::realloc`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn realloc(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new_size: usize,
+    ) -> Result<NonNull<u8>, AllocError>;
+    /// See [`Heap::try_grow_in_place`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn try_grow_in_place(&mut self, ptr: NonNull<u8>, size: usize)
+        -> Result<(), AllocError>;
+    /// See [`Heap::allocate_run`].
+    fn allocate_run(
+        &mut self,
+        layout: Layout,
+        count: usize,
+        each: &mut dyn FnMut(NonNull<u8>),
+    ) -> usize;
+    /// See [`Heap::usable_size`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn usable_size(ptr: NonNull<u8>) -> usize;
+    /// See [`Heap::check`].
+    fn check(&self) -> Result<(), Corruption>;
+    /// See [`Heap::stats`].
+    fn stats(&self) -> Stats;
+    /// Whether a request for `layout` may be served from memory the subject holds in reserve
+    /// (counted in use), so that it may succeed when the largest free block is too small.
+    fn may_serve_from_reserve(&self, _layout: Layout) -> bool {
+        false
+    }
+    /// Gives memory held in reserve back, so that a subject with no live block has nothing in
+    /// use.
+    fn give_back_reserve(&mut self) {}
+}
+
+/// Implements [`Subject`] by forwarding to the type's own methods of the same names.
+macro_rules! forward_subject {
+    ($ty:ident) => {
+        fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+            $ty::allocate(self, layout)
+        }
+        unsafe fn deallocate(&mut self, ptr: NonNull<u8>, layout: Layout) {
+            // SAFETY: forwarded from the caller.
+            unsafe { $ty::deallocate(self, ptr, layout) }
+        }
+        unsafe fn free(&mut self, ptr: NonNull<u8>) {
+            // SAFETY: forwarded from the caller.
+            unsafe { $ty::free(self, ptr) }
+        }
+        unsafe fn realloc(
+            &mut self,
+            ptr: NonNull<u8>,
+            old: Layout,
+            new_size: usize,
+        ) -> Result<NonNull<u8>, AllocError> {
+            // SAFETY: forwarded from the caller.
+            unsafe { $ty::realloc(self, ptr, old, new_size) }
+        }
+        unsafe fn try_grow_in_place(
+            &mut self,
+            ptr: NonNull<u8>,
+            size: usize,
+        ) -> Result<(), AllocError> {
+            // SAFETY: forwarded from the caller.
+            unsafe { $ty::try_grow_in_place(self, ptr, size) }
+        }
+        fn allocate_run(
+            &mut self,
+            layout: Layout,
+            count: usize,
+            each: &mut dyn FnMut(NonNull<u8>),
+        ) -> usize {
+            $ty::allocate_run(self, layout, count, each)
+        }
+        unsafe fn usable_size(ptr: NonNull<u8>) -> usize {
+            // SAFETY: forwarded from the caller.
+            unsafe { $ty::usable_size(ptr) }
+        }
+        fn check(&self) -> Result<(), Corruption> {
+            $ty::check(self)
+        }
+        fn stats(&self) -> Stats {
+            $ty::stats(self)
+        }
+    };
+}
+
+impl<I: FreeIndex> Subject for Heap<I> {
+    forward_subject!(Heap);
+}
+
+impl<I: FreeIndex> Subject for FrontHeap<I> {
+    forward_subject!(FrontHeap);
+
+    fn may_serve_from_reserve(&self, layout: Layout) -> bool {
+        layout.size() <= FrontHeap::<I>::MAX_SMALL && layout.align() <= heapworks::GRANULE
+    }
+
+    fn give_back_reserve(&mut self) {
+        self.trim();
     }
 }
 
@@ -138,19 +275,24 @@ impl Op {
 /// up to the granule needs a chunk of `size` plus the header rounded up to the granule, which a
 /// chunk of a granule multiple holds exactly when its payload holds `size`. `None` for larger
 /// alignments, which need room for padding and so promise nothing exact.
-fn servable(before: &heapworks::Stats, size: usize, align: usize) -> Option<bool> {
+fn servable(before: &Stats, size: usize, align: usize) -> Option<bool> {
     (align <= heapworks::GRANULE).then_some(before.largest_free > 0 && size <= before.largest_free)
 }
 
 /// Panics unless `succeeded` is what the largest free block before the request promised.
+/// With `reserve` (the subject may serve it from memory held in reserve), only a failure is
+/// bound to it.
 fn assert_served_as_promised(
-    before: &heapworks::Stats,
-    size: usize,
-    align: usize,
+    before: &Stats,
+    (size, align): (usize, usize),
+    reserve: bool,
     succeeded: bool,
     what: &str,
 ) {
     if let Some(servable) = servable(before, size, align) {
+        if reserve && succeeded {
+            return;
+        }
         assert_eq!(
             succeeded,
             servable,
@@ -182,8 +324,8 @@ pub struct Tally {
 }
 
 /// A heap, its arena's bounds, and the shadow of its live blocks.
-pub struct Model<'a, I: FreeIndex = Bins> {
-    heap: &'a mut Heap<I>,
+pub struct Model<'a, H: Subject = Heap> {
+    heap: &'a mut H,
     bounds: std::ops::Range<usize>,
     live: Vec<Block>,
     /// Live blocks by start address → end address, for overlap checks.
@@ -194,10 +336,10 @@ pub struct Model<'a, I: FreeIndex = Bins> {
     pub tally: Tally,
 }
 
-impl<'a, I: FreeIndex> Model<'a, I> {
+impl<'a, H: Subject> Model<'a, H> {
     /// A model over `heap`, whose blocks must all lie in `bounds`. `check()` runs after every
     /// `check_every` operations.
-    pub fn new(heap: &'a mut Heap<I>, bounds: std::ops::Range<usize>, check_every: u64) -> Self {
+    pub fn new(heap: &'a mut H, bounds: std::ops::Range<usize>, check_every: u64) -> Self {
         Model {
             heap,
             bounds,
@@ -253,6 +395,8 @@ impl<'a, I: FreeIndex> Model<'a, I> {
             self.free(0, false);
         }
         self.check();
+        self.heap.give_back_reserve();
+        self.check();
         let stats = self.heap.stats();
         assert_eq!(stats.in_use, 0, "bytes leaked after freeing everything");
     }
@@ -261,7 +405,9 @@ impl<'a, I: FreeIndex> Model<'a, I> {
         let layout = Layout::from_size_align(size, align).expect("valid layout");
         let before = self.heap.stats();
         let result = self.heap.allocate(layout);
-        assert_served_as_promised(&before, size, align, result.is_ok(), "an allocation");
+        let reserve = self.heap.may_serve_from_reserve(layout);
+        let promise = (size, align);
+        assert_served_as_promised(&before, promise, reserve, result.is_ok(), "an allocation");
         match result {
             Ok(ptr) => {
                 self.tally.allocations += 1;
@@ -283,11 +429,11 @@ impl<'a, I: FreeIndex> Model<'a, I> {
         let mut blocks = Vec::new();
         let made = self
             .heap
-            .allocate_run(layout, count, |ptr| blocks.push(ptr));
+            .allocate_run(layout, count, &mut |ptr| blocks.push(ptr));
         assert_eq!(made, blocks.len(), "allocate_run miscounted its blocks");
         assert!(made <= count, "allocate_run made {made} blocks of {count}");
         if count > 0 {
-            assert_served_as_promised(&before, size, 8, made > 0, "a run");
+            assert_served_as_promised(&before, (size, 8), false, made > 0, "a run");
         }
         if made == 0 {
             self.tally.failed_allocations += 1;
@@ -339,7 +485,7 @@ impl<'a, I: FreeIndex> Model<'a, I> {
             // A realloc also succeeds in place or by sliding back, so only a failure is bound
             // to the largest free block: it must have been too small.
             let align = block.layout.align();
-            assert_served_as_promised(&before, size, align, false, "a realloc");
+            assert_served_as_promised(&before, (size, align), false, false, "a realloc");
         }
         match result {
             Ok(ptr) => {
@@ -398,7 +544,7 @@ impl<'a, I: FreeIndex> Model<'a, I> {
     fn admit(&mut self, block: Block) {
         let start = block.ptr.as_ptr().addr();
         // SAFETY: `block` is live in this heap.
-        let usable = unsafe { Heap::usable_size(block.ptr) };
+        let usable = unsafe { H::usable_size(block.ptr) };
         let end = start + usable.max(1);
         assert_eq!(
             start % block.layout.align(),
@@ -423,7 +569,7 @@ impl<'a, I: FreeIndex> Model<'a, I> {
         self.live.push(block);
     }
 
-    fn assert_unchanged(&self, before: heapworks::Stats) {
+    fn assert_unchanged(&self, before: Stats) {
         let after = self.heap.stats();
         assert_eq!(before, after, "a failed call changed the heap");
     }
@@ -521,10 +667,23 @@ pub fn soak_with<I: FreeIndex>(
     arena_bytes: usize,
     check_every: u64,
 ) -> Tally {
+    let heap = |arena: &mut Arena| arena.heap_with::<I>();
+    soak_on(heap, seed, ops, max_size, arena_bytes, check_every)
+}
+
+/// [`soak`] on the subject `make` builds over the arena (a [`FrontHeap`], say).
+pub fn soak_on<H: Subject>(
+    make: impl FnOnce(&mut Arena) -> H,
+    seed: u64,
+    ops: usize,
+    max_size: usize,
+    arena_bytes: usize,
+    check_every: u64,
+) -> Tally {
     let mut arena = Arena::new(arena_bytes);
     let bounds = arena.range();
-    let mut heap = arena.heap_with::<I>();
-    let mut model = Model::new(&mut heap, bounds, check_every);
+    let mut subject = make(&mut arena);
+    let mut model = Model::new(&mut subject, bounds, check_every);
     let mut rng = Rng::new(seed);
     for _ in 0..ops {
         let op = random_op(&mut rng, model.live_blocks(), max_size);

@@ -158,6 +158,12 @@ pub enum CorruptionKind {
     LostChunk,
     /// The end sentinel is damaged.
     BadSentinel,
+    /// A slab of the small-object front ([`crate::FrontHeap`]) is inconsistent: a slot's tag,
+    /// its free list or its live count, or a class list (an entry that is not a slab of the
+    /// class with a free slot, a wrong `prev`, or entries not matching the slabs with a free
+    /// slot). `addr` is the slab, the slot's tag, the list entry, or the front's list heads
+    /// when the counts disagree.
+    BadSlab,
     /// The statistics disagree with the walk: bytes in use or managed, or (with feature
     /// `counters`) the high-water mark outside `in_use..=managed`, or allocations minus frees
     /// not the number of allocated chunks.
@@ -179,6 +185,7 @@ impl fmt::Display for Corruption {
             }
             CorruptionKind::LostChunk => "bins and heap walk disagree on the free chunks",
             CorruptionKind::BadSentinel => "damaged end sentinel",
+            CorruptionKind::BadSlab => "small-object front's slab or class list inconsistent",
             CorruptionKind::BadStats => "statistics disagree with the heap walk",
         };
         write!(f, "heapworks: heap corrupt at {:#x}", self.addr)?;

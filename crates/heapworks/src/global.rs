@@ -17,8 +17,94 @@ use core::alloc::Layout;
 use core::cell::Cell;
 use core::ptr::{null_mut, NonNull};
 
-use crate::error::{AllocError, Misuse};
-use crate::Heap;
+use crate::error::{AllocError, ClaimError, Misuse};
+use crate::{FrontHeap, Heap};
+
+/// What an adapter serves requests from: a [`Heap`] or a [`FrontHeap`] (over the default
+/// index). Public in name only (this module is private), so adapters may be generic over it.
+pub trait Engine {
+    /// The engine with no region.
+    const EMPTY: Self;
+    /// See [`Heap::allocate`].
+    fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError>;
+    /// See [`Heap::deallocate_or_misuse`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn deallocate_or_misuse(
+        &mut self,
+        ptr: NonNull<u8>,
+        layout: Layout,
+    ) -> Result<(), Misuse>;
+    /// See [`Heap::resize_or_misuse`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn resize_or_misuse(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<Result<NonNull<u8>, AllocError>, Misuse>;
+    /// See [`Heap::claim`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn claim(&mut self, base: *mut u8, size: usize) -> Result<(), ClaimError>;
+    /// See [`Heap::extend`].
+    ///
+    /// # Safety
+    /// As there.
+    unsafe fn extend(&mut self, base: *mut u8, new_size: usize) -> Result<(), ClaimError>;
+}
+
+/// Implements [`Engine`] by forwarding to the type's own methods of the same names.
+macro_rules! forward_engine {
+    ($ty:ident) => {
+        impl Engine for $ty {
+            const EMPTY: $ty = $ty::new();
+
+            #[inline(always)]
+            fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+                $ty::allocate(self, layout)
+            }
+
+            #[inline(always)]
+            unsafe fn deallocate_or_misuse(
+                &mut self,
+                ptr: NonNull<u8>,
+                layout: Layout,
+            ) -> Result<(), Misuse> {
+                // SAFETY: forwarded from the caller.
+                unsafe { $ty::deallocate_or_misuse(self, ptr, layout) }
+            }
+
+            #[inline(always)]
+            unsafe fn resize_or_misuse(
+                &mut self,
+                ptr: NonNull<u8>,
+                old: Layout,
+                new: Layout,
+            ) -> Result<Result<NonNull<u8>, AllocError>, Misuse> {
+                // SAFETY: forwarded from the caller.
+                unsafe { $ty::resize_or_misuse(self, ptr, old, new) }
+            }
+
+            unsafe fn claim(&mut self, base: *mut u8, size: usize) -> Result<(), ClaimError> {
+                // SAFETY: forwarded from the caller.
+                unsafe { $ty::claim(self, base, size) }
+            }
+
+            unsafe fn extend(&mut self, base: *mut u8, new_size: usize) -> Result<(), ClaimError> {
+                // SAFETY: forwarded from the caller.
+                unsafe { $ty::extend(self, base, new_size) }
+            }
+        }
+    };
+}
+
+forward_engine!(Heap);
+forward_engine!(FrontHeap);
 
 /// A region an adapter claims at the first request its heap cannot serve: the way to give a
 /// `static` allocator its memory before `main` runs (a hosted program allocates before `main`).
@@ -61,7 +147,7 @@ impl Reserve {
     /// The caller has exclusive access to the reserve and `heap` is the adapter's heap.
     #[cold]
     #[inline(never)]
-    unsafe fn claim_into(&self, heap: &mut Heap) -> bool {
+    unsafe fn claim_into(&self, heap: &mut impl Engine) -> bool {
         let Some((base, size)) = self.region.take() else {
             return false;
         };
@@ -73,7 +159,7 @@ impl Reserve {
 /// # Safety
 /// The caller has exclusive access to `heap` and `reserve`, which belong to one adapter.
 #[inline(always)]
-pub(crate) unsafe fn alloc(heap: &mut Heap, reserve: &Reserve, layout: Layout) -> *mut u8 {
+pub(crate) unsafe fn alloc(heap: &mut impl Engine, reserve: &Reserve, layout: Layout) -> *mut u8 {
     match heap.allocate(layout) {
         Ok(block) => block.as_ptr(),
         // SAFETY: forwarded from the caller.
@@ -82,7 +168,7 @@ pub(crate) unsafe fn alloc(heap: &mut Heap, reserve: &Reserve, layout: Layout) -
     }
 }
 
-fn alloc_or_null(heap: &mut Heap, layout: Layout) -> *mut u8 {
+fn alloc_or_null(heap: &mut impl Engine, layout: Layout) -> *mut u8 {
     heap.allocate(layout).map_or(null_mut(), NonNull::as_ptr)
 }
 
@@ -90,7 +176,11 @@ fn alloc_or_null(heap: &mut Heap, layout: Layout) -> *mut u8 {
 /// `ptr` came from `alloc` or `realloc` on this heap with `layout` (checked builds detect
 /// otherwise and return the misuse, leaving the heap unchanged).
 #[inline(always)]
-pub(crate) unsafe fn dealloc(heap: &mut Heap, ptr: *mut u8, layout: Layout) -> Result<(), Misuse> {
+pub(crate) unsafe fn dealloc(
+    heap: &mut impl Engine,
+    ptr: *mut u8,
+    layout: Layout,
+) -> Result<(), Misuse> {
     match NonNull::new(ptr) {
         // SAFETY: forwarded from the caller.
         Some(ptr) => unsafe { heap.deallocate_or_misuse(ptr, layout) },
@@ -103,7 +193,7 @@ pub(crate) unsafe fn dealloc(heap: &mut Heap, ptr: *mut u8, layout: Layout) -> R
 /// same adapter as `heap`.
 #[inline(always)]
 pub(crate) unsafe fn realloc(
-    heap: &mut Heap,
+    heap: &mut impl Engine,
     reserve: &Reserve,
     ptr: *mut u8,
     layout: Layout,
@@ -126,7 +216,7 @@ pub(crate) unsafe fn realloc(
 /// As for [`realloc`], with a non-null `ptr`.
 #[inline(always)]
 pub(crate) unsafe fn resize(
-    heap: &mut Heap,
+    heap: &mut impl Engine,
     reserve: &Reserve,
     ptr: NonNull<u8>,
     old: Layout,

@@ -32,7 +32,7 @@ use crate::region::RegionRecord;
 use crate::stats::Counters;
 
 /// Whether free and realloc validate their pointer first (feature `checked`, or debug builds).
-const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
+pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
 
 /// An unsynchronized heap over the regions it has been handed.
 ///
@@ -790,14 +790,19 @@ impl<I: FreeIndex> Heap<I> {
     /// [`Heap::validate`], and that `layout` fits the block.
     fn validate_layout(&self, ptr: NonNull<u8>, layout: Layout) -> Result<(), Misuse> {
         self.validate(ptr)?;
-        let addr = ptr.as_ptr().addr();
         // SAFETY: validated just above.
-        let usable = unsafe { Heap::usable_size(ptr) };
-        if layout.size() > usable || addr & (layout.align() - 1) != 0 {
-            return Err(Misuse::LayoutMismatch { addr });
-        }
-        Ok(())
+        layout_fits(ptr, layout, unsafe { Heap::usable_size(ptr) })
     }
+}
+
+/// Whether `layout` fits the valid block at `ptr`, of `usable` bytes: its size at most
+/// `usable`, its alignment one the address has.
+pub(crate) fn layout_fits(ptr: NonNull<u8>, layout: Layout, usable: usize) -> Result<(), Misuse> {
+    let addr = ptr.as_ptr().addr();
+    if layout.size() > usable || addr & (layout.align() - 1) != 0 {
+        return Err(Misuse::LayoutMismatch { addr });
+    }
+    Ok(())
 }
 
 /// The index entry of the free chunk that a span being occupied consumes.

@@ -17,7 +17,10 @@
 //! [`Heap`] is the unsynchronized engine, generic over its free index ([`Bins`] by default;
 //! [`SplayTree`], [`RedBlackTree`], [`Hybrid`] and [`SegregatedLists`] are the others, see [`index`]). [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
-//! [`UnsyncHeap`] serves single-threaded programs without a lock. On single-core
+//! [`UnsyncHeap`] serves single-threaded programs without a lock. [`FrontHeap`] (opt-in) puts a
+//! small-object front before a heap: requests of up to 256 B are served from size-classed,
+//! tagged slots in slabs carved from the heap, a pop and a push each;
+//! `UnsyncHeap<FrontHeap>` serves it as `#[global_allocator]`. On single-core
 //! microcontrollers whose interrupt handlers allocate, `CriticalSectionHeap` (feature
 //! `critical-section`) locks by a critical section instead of spinning.
 //!
@@ -54,6 +57,7 @@ mod chunk;
 #[cfg(feature = "critical-section")]
 mod critical;
 mod error;
+mod front;
 mod global;
 mod heap;
 pub mod index;
@@ -68,14 +72,15 @@ mod unsync;
 #[cfg(feature = "critical-section")]
 pub use critical::{CriticalSectionHeap, CriticalSectionLock};
 pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
+pub use front::FrontHeap;
 pub use heap::Heap;
 pub use index::{Bins, FreeIndex, Hybrid, RedBlackTree, SegregatedLists, SplayTree};
 #[cfg(feature = "lock_api")]
 pub use locked::LockedHeap;
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
-pub use source::{GearAlloc, GearHeap, GearMemory};
+pub use source::{GearAlloc, GearFrontHeap, GearHeap, GearMemory};
 #[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
-pub use source::{MemoryGrow, WasmHeap, WasmMemory};
+pub use source::{MemoryGrow, WasmFrontHeap, WasmHeap, WasmMemory};
 pub use source::{MemorySource, SourcedHeap};
 #[cfg(all(
     target_arch = "wasm32",

@@ -97,13 +97,13 @@ unsafe impl<R: RawMutex> GlobalAlloc for LockedHeap<R> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the lock gives exclusive access to the heap and its reserve.
-        unsafe { global::alloc(&mut self.lock(), &self.reserve, layout) }
+        unsafe { global::alloc(&mut *self.lock(), &self.reserve, layout) }
     }
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: the caller passes a block of this allocator with its layout.
-        let outcome = unsafe { global::dealloc(&mut self.lock(), ptr, layout) };
+        let outcome = unsafe { global::dealloc(&mut *self.lock(), ptr, layout) };
         if let Err(misuse) = outcome {
             global::abort_on(&misuse);
         }
@@ -114,7 +114,7 @@ unsafe impl<R: RawMutex> GlobalAlloc for LockedHeap<R> {
         // SAFETY: the caller passes a block of this allocator with its layout; the lock gives
         // exclusive access to the heap and its reserve.
         let outcome =
-            unsafe { global::realloc(&mut self.lock(), &self.reserve, ptr, layout, new_size) };
+            unsafe { global::realloc(&mut *self.lock(), &self.reserve, ptr, layout, new_size) };
         outcome.unwrap_or_else(|misuse| global::abort_on(&misuse))
     }
 }
@@ -143,7 +143,7 @@ mod api2 {
     unsafe impl<R: RawMutex> Allocator for &LockedHeap<R> {
         fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
             // SAFETY: the lock gives exclusive access to the heap and its reserve.
-            let ptr = unsafe { global::alloc(&mut self.lock(), &self.reserve, layout) };
+            let ptr = unsafe { global::alloc(&mut *self.lock(), &self.reserve, layout) };
             let ptr = NonNull::new(ptr).ok_or(AllocError)?;
             Ok(slice(ptr, layout.size()))
         }
@@ -186,7 +186,8 @@ mod api2 {
         ) -> Result<NonNull<[u8]>, AllocError> {
             // SAFETY: forwarded from the caller; the lock gives exclusive access to the heap
             // and its reserve.
-            let outcome = unsafe { global::resize(&mut self.lock(), &self.reserve, ptr, old, new) };
+            let outcome =
+                unsafe { global::resize(&mut *self.lock(), &self.reserve, ptr, old, new) };
             let ptr = outcome
                 .unwrap_or_else(|misuse| report(misuse))
                 .map_err(|_| AllocError)?;

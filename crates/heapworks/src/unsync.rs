@@ -9,18 +9,19 @@ use core::alloc::{GlobalAlloc, Layout};
 use core::cell::UnsafeCell;
 
 use crate::error::ClaimError;
-use crate::global::{self, Reserve};
-use crate::Heap;
+use crate::global::{self, Engine, Reserve};
+use crate::{FrontHeap, Heap};
 
-/// A [`Heap`] with no lock, for single-threaded programs.
-pub struct UnsyncHeap {
-    heap: UnsafeCell<Heap>,
+/// A [`Heap`] with no lock, for single-threaded programs; `UnsyncHeap<FrontHeap>` serves
+/// from a [`FrontHeap`] instead ([`UnsyncHeap::new_front`], [`UnsyncHeap::front_with_region`]).
+pub struct UnsyncHeap<H = Heap> {
+    heap: UnsafeCell<H>,
     /// Claimed at the first request the heap cannot serve.
     reserve: Reserve,
 }
 
 // SAFETY: `new` makes the program promise that no two threads ever use the heap at once.
-unsafe impl Sync for UnsyncHeap {}
+unsafe impl<H> Sync for UnsyncHeap<H> {}
 
 impl UnsyncHeap {
     /// An empty heap for a single-threaded program.
@@ -47,13 +48,41 @@ impl UnsyncHeap {
             reserve: unsafe { Reserve::new(base, size) },
         }
     }
+}
 
+impl UnsyncHeap<FrontHeap> {
+    /// An empty [`FrontHeap`] for a single-threaded program.
+    ///
+    /// # Safety
+    /// As for [`UnsyncHeap::new`].
+    pub const unsafe fn new_front() -> Self {
+        UnsyncHeap {
+            heap: UnsafeCell::new(FrontHeap::new()),
+            reserve: Reserve::none(),
+        }
+    }
+
+    /// An empty [`FrontHeap`] for a single-threaded program that claims
+    /// `[base, base + size)` at the first request it cannot serve.
+    ///
+    /// # Safety
+    /// As for [`UnsyncHeap::with_region`].
+    pub const unsafe fn front_with_region(base: *mut u8, size: usize) -> Self {
+        UnsyncHeap {
+            heap: UnsafeCell::new(FrontHeap::new()),
+            // SAFETY: forwarded from the caller.
+            reserve: unsafe { Reserve::new(base, size) },
+        }
+    }
+}
+
+impl<H: Engine> UnsyncHeap<H> {
     /// The heap itself (statistics, checks, claiming).
     ///
     /// # Safety
     /// No other reference to the heap is alive (no allocation is in progress).
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn heap(&self) -> &mut Heap {
+    pub unsafe fn heap(&self) -> &mut H {
         // SAFETY: the caller promises exclusive access.
         unsafe { &mut *self.heap.get() }
     }
@@ -69,7 +98,7 @@ impl UnsyncHeap {
 }
 
 // SAFETY: as for `LockedHeap`; exclusive access comes from the single-thread promise of `new`.
-unsafe impl GlobalAlloc for UnsyncHeap {
+unsafe impl<H: Engine> GlobalAlloc for UnsyncHeap<H> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: single-threaded by the promise of `new`; no call is in progress.

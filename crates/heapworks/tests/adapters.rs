@@ -1,5 +1,5 @@
-//! The adapters: `LockedHeap` as a shared `GlobalAlloc` (several threads), `UnsyncHeap`, and the
-//! `allocator_api2` implementation.
+//! The adapters: `LockedHeap` as a shared `GlobalAlloc` (several threads), `UnsyncHeap` (over a
+//! `Heap` and over a `FrontHeap`), and the `allocator_api2` implementation.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::sync::Arc;
@@ -190,6 +190,31 @@ fn unsync_with_region_claims_at_the_first_request() {
         assert!(!p.is_null() && p.addr() % 32 == 0);
         heap.dealloc(p, layout);
         heap.heap().check().unwrap();
+        assert_eq!(heap.heap().stats().in_use, 0);
+    }
+}
+
+#[test]
+fn unsync_front_serves_small_blocks_from_slots_and_claims_at_the_first_request() {
+    let mut arena = Arena::new(64 * 1024);
+    // SAFETY: one thread; the arena outlives the heap and nothing else uses it.
+    let heap = unsafe { UnsyncHeap::front_with_region(arena.base(), arena.len()) };
+    let small = Layout::from_size_align(24, 8).unwrap();
+    // SAFETY: non-zero sizes; each block is freed once with its current layout; no allocation
+    // is in progress when the heap is looked at.
+    unsafe {
+        let a = heap.alloc(small);
+        let b = heap.alloc(small);
+        assert!(!a.is_null() && !b.is_null());
+        assert_eq!(b.addr() - a.addr(), 32, "neighbouring 32 B slots");
+        a.write_bytes(7, 24);
+        let grown = heap.realloc(a, small, 2000);
+        assert!(!grown.is_null());
+        assert!((0..24).all(|i| *grown.add(i) == 7));
+        heap.dealloc(grown, Layout::from_size_align(2000, 8).unwrap());
+        heap.dealloc(b, small);
+        heap.heap().check().unwrap();
+        heap.heap().trim();
         assert_eq!(heap.heap().stats().in_use, 0);
     }
 }

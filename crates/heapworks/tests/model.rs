@@ -8,12 +8,13 @@
 //! the sizes shrink so the same code runs in minutes.
 //!
 //! Every test runs on each free index: the default bins, the splay tree, the red-black tree,
-//! the hybrid and the segregated lists. Under Miri, which spends its time on the checker's walk after every step,
-//! the other indexes run only their small-size soak (and their unit tests in the crate), so
-//! the core's Miri run stays about as long as it was.
+//! the hybrid and the segregated lists, and on the small-object front (`FrontHeap`, over the default bins).
+//! Under Miri, which spends its time on the checker's walk after every step, the other
+//! indexes and the front run only their small-size soak (and their unit tests in the crate),
+//! so the core's Miri run stays short.
 
 use heapworks::{Bins, FreeIndex, Hybrid, RedBlackTree, SegregatedLists, SplayTree};
-use heapworks_testkit::{soak_with, Arena, Model, Op};
+use heapworks_testkit::{soak_on, soak_with, Arena, Model, Op, Subject, Tally};
 use proptest::prelude::*;
 
 fn op_strategy(max_size: usize) -> impl Strategy<Value = Op> {
@@ -35,8 +36,17 @@ const LARGE: usize = if cfg!(miri) { 3000 } else { 40_000 };
 fn run<I: FreeIndex>(ops: &[Op], arena_bytes: usize) {
     let mut arena = Arena::new(arena_bytes);
     let bounds = arena.range();
-    let mut heap = arena.heap_with::<I>();
-    let mut model = Model::new(&mut heap, bounds, 1);
+    drive(&mut arena.heap_with::<I>(), bounds, ops);
+}
+
+fn run_front(ops: &[Op], arena_bytes: usize) {
+    let mut arena = Arena::new(arena_bytes);
+    let bounds = arena.range();
+    drive(&mut arena.front_with::<Bins>(), bounds, ops);
+}
+
+fn drive<H: Subject>(heap: &mut H, bounds: std::ops::Range<usize>, ops: &[Op]) {
+    let mut model = Model::new(heap, bounds, 1);
     for &op in ops {
         model.apply(op);
     }
@@ -55,6 +65,7 @@ proptest! {
     fn small_blocks_in_a_tight_arena(ops in prop::collection::vec(op_strategy(300), 1..MAX_OPS)) {
         run::<Bins>(&ops, 16 * 1024);
         if !cfg!(miri) {
+            run_front(&ops, 16 * 1024);
             run::<SplayTree>(&ops, 16 * 1024);
             run::<RedBlackTree>(&ops, 16 * 1024);
             run::<Hybrid>(&ops, 16 * 1024);
@@ -67,6 +78,7 @@ proptest! {
     fn mixed_sizes(ops in prop::collection::vec(op_strategy(LARGE), 1..MAX_OPS)) {
         run::<Bins>(&ops, 1 << 20);
         if !cfg!(miri) {
+            run_front(&ops, 1 << 20);
             run::<SplayTree>(&ops, 1 << 20);
             run::<RedBlackTree>(&ops, 1 << 20);
             run::<Hybrid>(&ops, 1 << 20);
@@ -83,10 +95,17 @@ const SOAK_SEEDS: u64 = if cfg!(miri) { 1 } else { 6 };
 /// soak only: the large-size soak's 4 MiB arena is what makes it slow there.
 const OTHER_INDEX_SEEDS: u64 = if cfg!(miri) { 1 } else { 2 };
 
+/// A soak: seed, operations, largest size, arena bytes, operations between checks.
+type Soak = fn(u64, usize, usize, usize, u64) -> Tally;
+
 fn soak_small_sizes_near_exhaustion<I: FreeIndex>(seeds: u64) {
+    soak_small_sizes_on(soak_with::<I>, seeds);
+}
+
+fn soak_small_sizes_on(soak: Soak, seeds: u64) {
     for seed in 0..seeds {
         let arena = if cfg!(miri) { 4 * 1024 } else { 64 * 1024 };
-        let tally = soak_with::<I>(seed, SOAK_OPS, 512, arena, 16);
+        let tally = soak(seed, SOAK_OPS, 512, arena, 16);
         assert!(
             tally.failed_allocations > 0,
             "the arena never filled: {tally:?}"
@@ -96,8 +115,12 @@ fn soak_small_sizes_near_exhaustion<I: FreeIndex>(seeds: u64) {
 }
 
 fn soak_large_sizes<I: FreeIndex>(seeds: u64) {
+    soak_large_sizes_on(soak_with::<I>, seeds);
+}
+
+fn soak_large_sizes_on(soak: Soak, seeds: u64) {
     for seed in 100..100 + seeds {
-        let tally = soak_with::<I>(seed, SOAK_OPS, LARGE, 4 << 20, 64);
+        let tally = soak(seed, SOAK_OPS, LARGE, 4 << 20, 64);
         assert!(tally.allocations > tally.failed_allocations, "{tally:?}");
         assert!(tally.grown_in_place > 0, "{tally:?}");
     }
@@ -149,3 +172,20 @@ soaks_on!(
     soak_large_sizes_segregated_lists,
     SegregatedLists
 );
+
+/// A soak on the small-object front over the default index.
+fn soak_front(seed: u64, ops: usize, max_size: usize, arena: usize, check_every: u64) -> Tally {
+    let front = |arena: &mut Arena| arena.front_with::<Bins>();
+    soak_on(front, seed, ops, max_size, arena, check_every)
+}
+
+#[test]
+fn soak_small_sizes_front() {
+    soak_small_sizes_on(soak_front, OTHER_INDEX_SEEDS);
+}
+
+#[test]
+#[cfg_attr(miri, ignore = "slow under Miri; the small-size soak covers the front")]
+fn soak_large_sizes_front() {
+    soak_large_sizes_on(soak_front, OTHER_INDEX_SEEDS);
+}

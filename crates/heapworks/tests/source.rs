@@ -1,5 +1,6 @@
 //! `SourcedHeap`: growing from a memory source, in place when the new memory follows the last
-//! region, as a region of its own when it does not, and a refusing source (null, heap unchanged).
+//! region, as a region of its own when it does not, and a refusing source (null, heap unchanged);
+//! the same over a `FrontHeap`.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ptr::NonNull;
@@ -141,4 +142,40 @@ fn realloc_grows_through_the_source_and_keeps_the_contents() {
         // SAFETY: no call is in progress.
         assert_eq!(unsafe { heap.heap() }.stats().in_use, 0);
     }
+}
+
+#[test]
+fn a_sourced_front_grows_for_its_slabs_and_refuses_cleanly() {
+    // SAFETY: the heap is used by this thread only.
+    let heap = unsafe { SourcedHeap::front_with_source(Pages::new(8, 0, 3)) };
+    let mut blocks = Vec::new();
+    loop {
+        // SAFETY: non-zero size.
+        let block = unsafe { heap.alloc(layout(48)) };
+        if block.is_null() {
+            break;
+        }
+        // SAFETY: the block holds 48 bytes.
+        unsafe { block.write_bytes(0x5a, 48) };
+        blocks.push(block);
+    }
+    // Three pages of 64 B slots, less the region's framing and the slab headers.
+    assert!(blocks.len() > 150, "{} blocks", blocks.len());
+    // SAFETY: no call is in progress.
+    unsafe { heap.heap() }.check().unwrap();
+    // SAFETY: no call is in progress.
+    assert_eq!(
+        unsafe { heap.source() }.grants,
+        3,
+        "a page a grant, the whole budget"
+    );
+    for block in blocks {
+        // SAFETY: each block is live with that layout, freed once.
+        unsafe { heap.dealloc(block, layout(48)) };
+    }
+    // SAFETY: no call is in progress.
+    let front = unsafe { heap.heap() };
+    front.trim();
+    front.check().unwrap();
+    assert_eq!(front.stats().in_use, 0);
 }

@@ -16,6 +16,7 @@
 
 use super::pages::{PageGrant, WasmPages, PAGE};
 use super::SourcedHeap;
+use crate::FrontHeap;
 
 mod syscalls {
     #[link(wasm_import_module = "env")]
@@ -53,3 +54,6 @@ pub type GearMemory = WasmPages<GearAlloc>;
 /// static ALLOCATOR: heapworks::GearHeap = heapworks::GearHeap::new();
 /// ```
 pub type GearHeap = SourcedHeap<GearMemory>;
+
+/// [`GearHeap`] with the small-object front ([`FrontHeap`]).
+pub type GearFrontHeap = SourcedHeap<GearMemory, FrontHeap>;

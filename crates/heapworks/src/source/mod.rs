@@ -35,17 +35,17 @@ use core::ops::ControlFlow;
 use core::ptr::{null_mut, NonNull};
 
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
-pub use gear::{GearAlloc, GearHeap, GearMemory};
+pub use gear::{GearAlloc, GearFrontHeap, GearHeap, GearMemory};
 #[cfg(all(
     target_arch = "wasm32",
     any(feature = "wasm-memory", feature = "gear-memory")
 ))]
 pub use pages::{PageGrant, WasmPages};
 #[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]
-pub use wasm32::{MemoryGrow, WasmHeap, WasmMemory};
+pub use wasm32::{MemoryGrow, WasmFrontHeap, WasmHeap, WasmMemory};
 
-use crate::global;
-use crate::Heap;
+use crate::global::{self, Engine};
+use crate::{FrontHeap, Heap};
 
 /// Where a [`SourcedHeap`] gets more memory.
 ///
@@ -69,16 +69,17 @@ const GROWTH_MARGIN: usize = 256;
 const GROWTH_ROUNDS: usize = 2;
 
 /// A [`Heap`] without a lock that grows from a [`MemorySource`]: the `#[global_allocator]` of
-/// single-threaded programs whose memory comes in pages (wasm32).
-pub struct SourcedHeap<S> {
-    heap: UnsafeCell<Heap>,
+/// single-threaded programs whose memory comes in pages (wasm32). `SourcedHeap<S, FrontHeap>`
+/// serves from a [`FrontHeap`] instead ([`SourcedHeap::front_with_source`]).
+pub struct SourcedHeap<S, H = Heap> {
+    heap: UnsafeCell<H>,
     source: UnsafeCell<S>,
     /// The region claimed last, `(base, size)`.
     last: Cell<Option<(NonNull<u8>, usize)>>,
 }
 
 // SAFETY: `with_source` makes the program promise that no two threads use the heap at once.
-unsafe impl<S> Sync for SourcedHeap<S> {}
+unsafe impl<S, H> Sync for SourcedHeap<S, H> {}
 
 impl<S: MemorySource> SourcedHeap<S> {
     /// An empty heap that asks `source` for memory at its first request.
@@ -93,13 +94,29 @@ impl<S: MemorySource> SourcedHeap<S> {
             last: Cell::new(None),
         }
     }
+}
 
+impl<S: MemorySource> SourcedHeap<S, FrontHeap> {
+    /// An empty [`FrontHeap`] that asks `source` for memory at its first request.
+    ///
+    /// # Safety
+    /// As for [`SourcedHeap::with_source`].
+    pub const unsafe fn front_with_source(source: S) -> Self {
+        SourcedHeap {
+            heap: UnsafeCell::new(FrontHeap::new()),
+            source: UnsafeCell::new(source),
+            last: Cell::new(None),
+        }
+    }
+}
+
+impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
     /// The heap itself (statistics, checks).
     ///
     /// # Safety
     /// No other reference to the heap is alive (no allocation is in progress).
     #[allow(clippy::mut_from_ref)]
-    pub unsafe fn heap(&self) -> &mut Heap {
+    pub unsafe fn heap(&self) -> &mut H {
         // SAFETY: the caller promises exclusive access.
         unsafe { &mut *self.heap.get() }
     }
@@ -172,7 +189,7 @@ impl<S: MemorySource> SourcedHeap<S> {
     unsafe fn grow_and_retry<T>(
         &self,
         layout: Layout,
-        mut attempt: impl FnMut(&mut Heap) -> ControlFlow<Option<T>>,
+        mut attempt: impl FnMut(&mut H) -> ControlFlow<Option<T>>,
     ) -> Option<T> {
         let mut rounds = GROWTH_ROUNDS;
         // SAFETY: exclusive access, from the caller; each borrow of the heap ends before the
@@ -189,7 +206,7 @@ impl<S: MemorySource> SourcedHeap<S> {
 }
 
 /// An attempt to serve `layout` from the heap, for [`SourcedHeap::grow_and_retry`].
-fn allocate(layout: Layout) -> impl FnMut(&mut Heap) -> ControlFlow<Option<NonNull<u8>>> {
+fn allocate<H: Engine>(layout: Layout) -> impl FnMut(&mut H) -> ControlFlow<Option<NonNull<u8>>> {
     move |heap| match heap.allocate(layout) {
         Ok(block) => ControlFlow::Break(Some(block)),
         Err(_) => ControlFlow::Continue(()),
@@ -200,11 +217,11 @@ fn allocate(layout: Layout) -> impl FnMut(&mut Heap) -> ControlFlow<Option<NonNu
 /// [`SourcedHeap::grow_and_retry`]. The first attempt, before any growth, validated the block
 /// (a checked build reports misuse there), and growth changes no block: misuse cannot show up
 /// here, and if it did the request would fail with null.
-fn resize(
+fn resize<H: Engine>(
     ptr: NonNull<u8>,
     old: Layout,
     new: Layout,
-) -> impl FnMut(&mut Heap) -> ControlFlow<Option<NonNull<u8>>> {
+) -> impl FnMut(&mut H) -> ControlFlow<Option<NonNull<u8>>> {
     move |heap| {
         // SAFETY: the caller of `realloc` passed a live block with its layout, still live
         // after every failed attempt.
@@ -219,7 +236,7 @@ fn resize(
 // SAFETY: blocks come from the heap, which hands out each block once with the requested layout;
 // exclusive access comes from the single-thread promise of `with_source`. Misuse caught by a
 // checked build is reported after the heap's borrow ends.
-unsafe impl<S: MemorySource> GlobalAlloc for SourcedHeap<S> {
+unsafe impl<S: MemorySource, H: Engine> GlobalAlloc for SourcedHeap<S, H> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // The fast path calls the heap directly: its result is one word, so no frame in

@@ -10,6 +10,7 @@ use core::marker::PhantomData;
 use core::ptr::NonNull;
 
 use super::{MemorySource, SourcedHeap};
+use crate::FrontHeap;
 
 /// The size of a wasm page.
 pub(super) const PAGE: usize = 64 * 1024;
@@ -86,6 +87,16 @@ impl<G: PageGrant> SourcedHeap<WasmPages<G>> {
     pub const fn new() -> Self {
         // SAFETY: see above.
         unsafe { SourcedHeap::with_source(WasmPages::new()) }
+    }
+}
+
+#[cfg(not(target_feature = "atomics"))]
+impl<G: PageGrant> SourcedHeap<WasmPages<G>, FrontHeap> {
+    /// An empty [`FrontHeap`] over the grant `G`. Safe for the same reason as
+    /// [`SourcedHeap::new`].
+    pub const fn new() -> Self {
+        // SAFETY: see above.
+        unsafe { SourcedHeap::front_with_source(WasmPages::new()) }
     }
 }
 

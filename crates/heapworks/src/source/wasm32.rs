@@ -10,6 +10,7 @@ use core::arch::wasm32;
 
 use super::pages::{PageGrant, WasmPages, PAGE};
 use super::SourcedHeap;
+use crate::FrontHeap;
 
 /// Pages from `memory.grow`.
 pub struct MemoryGrow;
@@ -36,3 +37,11 @@ pub type WasmMemory = WasmPages<MemoryGrow>;
 /// static ALLOCATOR: heapworks::WasmHeap = heapworks::WasmHeap::new();
 /// ```
 pub type WasmHeap = SourcedHeap<WasmMemory>;
+
+/// [`WasmHeap`] with the small-object front ([`FrontHeap`]):
+///
+/// ```ignore
+/// #[global_allocator]
+/// static ALLOCATOR: heapworks::WasmFrontHeap = heapworks::WasmFrontHeap::new();
+/// ```
+pub type WasmFrontHeap = SourcedHeap<WasmMemory, FrontHeap>;

@@ -1,6 +1,7 @@
 //! A wasm32 guest that exercises every public entry of the core a program reaches through
-//! `alloc` (allocate, free, realloc, over-aligned requests) on the shipped `UnsyncHeap` and on
-//! a raw `Heap` over each free index. Its panic handler formats the message and hands it to an
+//! `alloc` (allocate, free, realloc, over-aligned requests) on the shipped `UnsyncHeap`, on
+//! `UnsyncHeap<FrontHeap>` (the small-object front, with its size-less `free`, `usable_size`
+//! and `trim`) and on a raw `Heap` over each free index. Its panic handler formats the message and hands it to an
 //! import, as a contract runtime's does: a panic path left anywhere in the allocator would
 //! pull core's formatting and that import into the module, which `tests/no_panic.rs` rejects.
 #![no_std]
@@ -11,7 +12,7 @@ use core::fmt::Write;
 use core::ptr::{self, NonNull};
 
 use heapworks::{
-    Bins, FreeIndex, Heap, Hybrid, RedBlackTree, SegregatedLists, SplayTree, UnsyncHeap,
+    Bins, FreeIndex, FrontHeap, Heap, Hybrid, RedBlackTree, SegregatedLists, SplayTree, UnsyncHeap,
 };
 
 const ARENA_LEN: usize = 1 << 20;
@@ -21,6 +22,12 @@ static mut ARENA: [u8; ARENA_LEN] = [0; ARENA_LEN];
 // SAFETY: the module runs on one thread; the arena is used by this heap alone.
 static GLOBAL: UnsyncHeap =
     unsafe { UnsyncHeap::with_region(&raw mut ARENA as *mut u8, ARENA_LEN) };
+
+static mut FRONT_ARENA: [u8; ARENA_LEN] = [0; ARENA_LEN];
+
+// SAFETY: the module runs on one thread; the arena is used by this heap alone.
+static FRONT: UnsyncHeap<FrontHeap> =
+    unsafe { UnsyncHeap::front_with_region(&raw mut FRONT_ARENA as *mut u8, ARENA_LEN) };
 
 /// A raw heap over one of the indexes, claimed on first use from its own arena.
 struct Raw<I: FreeIndex> {
@@ -87,7 +94,9 @@ static SEGREGATED: Raw<SegregatedLists> = Raw::new();
 static RED_BLACK: Raw<RedBlackTree> = Raw::new();
 
 /// Allocates (`ptr` null), frees (`new` zero) or reallocates on the heap `which` (0..=4 a raw
-/// heap over an index, any other the global allocator).
+/// heap over an index, 5 the front through `GlobalAlloc`, 6 the front's size-less `free`
+/// and a trim (returning the block's usable size as a pointer-sized number),
+/// any other the global allocator).
 ///
 /// # Safety
 /// `ptr` is null or a live block of that heap allocated with `size` and `align`.
@@ -107,17 +116,43 @@ pub unsafe extern "C" fn exercise(
             2 => HYBRID.exercise(ptr, size, align, new),
             3 => SEGREGATED.exercise(ptr, size, align, new),
             4 => RED_BLACK.exercise(ptr, size, align, new),
-            _ => {
-                let layout = Layout::from_size_align_unchecked(size, align);
-                match (ptr.is_null(), new) {
-                    (true, _) => GLOBAL.alloc(layout),
-                    (false, 0) => {
-                        GLOBAL.dealloc(ptr, layout);
-                        ptr::null_mut()
-                    }
-                    (false, _) => GLOBAL.realloc(ptr, layout, new),
+            5 => through_global_alloc(&FRONT, ptr, size, align, new),
+            6 => match NonNull::new(ptr) {
+                Some(block) => {
+                    let usable = FrontHeap::usable_size(block);
+                    let front = FRONT.heap();
+                    front.free(block);
+                    front.trim();
+                    ptr::without_provenance_mut(usable)
                 }
+                None => ptr::null_mut(),
+            },
+            _ => through_global_alloc(&GLOBAL, ptr, size, align, new),
+        }
+    }
+}
+
+/// `exercise` on a `GlobalAlloc`.
+///
+/// # Safety
+/// As for `exercise`, on `allocator`.
+unsafe fn through_global_alloc(
+    allocator: &impl GlobalAlloc,
+    ptr: *mut u8,
+    size: usize,
+    align: usize,
+    new: usize,
+) -> *mut u8 {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let layout = Layout::from_size_align_unchecked(size, align);
+        match (ptr.is_null(), new) {
+            (true, _) => allocator.alloc(layout),
+            (false, 0) => {
+                allocator.dealloc(ptr, layout);
+                ptr::null_mut()
             }
+            (false, _) => allocator.realloc(ptr, layout, new),
         }
     }
 }
