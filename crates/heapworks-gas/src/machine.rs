@@ -221,12 +221,17 @@ impl Machine {
         Ok(self.metered(|s| f.call(s, args))?.1)
     }
 
-    /// Runs the FT program's `ft_handle` on `payload` as one message: its whole cost, and the
-    /// marked allocator calls it made (kind: 0 malloc, 1 calloc, 2 realloc, 3 free).
-    pub fn handle(&mut self, payload: &[u8]) -> Result<(Cost, Vec<(usize, Cost)>), String> {
-        self.begin_message();
+    /// Runs a program's entry `entry(len) -> i32` (`ft_handle`, `nft_handle`) on `payload`
+    /// as one message: its whole cost, and the marked allocator calls it made (kind: 0
+    /// malloc, 1 calloc, 2 realloc, 3 free). The caller starts messages
+    /// ([`Machine::begin_message`]): pages are charged at their first access since then.
+    pub fn handle(
+        &mut self,
+        entry_name: &str,
+        payload: &[u8],
+    ) -> Result<(Cost, Vec<(usize, Cost)>), String> {
         self.store.data_mut().payload = payload.to_vec();
-        let handle = entry::<i32, i32>(&self.instance, &self.store, "ft_handle")?;
+        let handle = entry::<i32, i32>(&self.instance, &self.store, entry_name)?;
         let (decoded, cost) = self.metered(|s| handle.call(s, payload.len() as i32))?;
         if decoded != 1 {
             return Err(format!("the program refused the message {payload:?}"));
