@@ -4,6 +4,7 @@
 //! must differ only in what pages cost.
 
 use heapworks_gas::guests::{self, GUESTS};
+use heapworks_gas::machine::Machine;
 use heapworks_gas::measure::{self, Execution, Outcome};
 use heapworks_gas::programs::{self, ProgramScenario};
 
@@ -42,6 +43,26 @@ fn counts(o: &Outcome) -> [u64; 4] {
         o.realloc.count,
         o.free.count,
     ]
+}
+
+/// The replies of `messages` sent one by one to a fresh instance of `wasm`.
+fn replies(wasm: &[u8], entry: &str, messages: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    let mut machine = Machine::new(wasm, MAX_PAGES).unwrap();
+    messages
+        .iter()
+        .map(|m| {
+            machine.begin_message();
+            machine.handle(entry, m).unwrap();
+            machine.last_reply().to_vec()
+        })
+        .collect()
+}
+
+/// Account `user`'s id as the scenarios write it: its number, little-endian, in 32 bytes.
+fn account(user: u8) -> Vec<u8> {
+    let mut id = vec![0; 32];
+    id[0] = user;
+    id
 }
 
 /// Every message reads its payload into a fresh vector and drops it: at least one malloc and
@@ -98,4 +119,35 @@ fn ft_in_one_execution_differs_only_in_pages() {
     );
     assert!(gtest.pages_touched < gclient.pages_touched);
     assert_eq!(gtest, run(&wasm, &single, FT_MESSAGES), "two runs differ");
+}
+
+#[test]
+fn the_programs_answer_as_their_contracts_do() {
+    let wasm = program_guest("heapworks-front");
+    let nft = scenario("nft_handle", Execution::PerMessage);
+    let r = replies(&wasm, nft.entry, &nft.messages);
+    let mut init = vec![1];
+    init.extend(account(1));
+    init.extend(7u32.to_le_bytes());
+    init.extend(b"MyToken");
+    init.extend(8u32.to_le_bytes());
+    init.extend(b"My token");
+    assert_eq!(r[0], init);
+    let transfer = |from: Vec<u8>, to: Vec<u8>| [vec![0], from, to, vec![0; 8]].concat();
+    assert_eq!(r[1], transfer(vec![0; 32], account(1)), "mint of token 0");
+    assert_eq!(r[2], transfer(account(1), vec![0; 32]), "burn of token 0");
+    assert_eq!(
+        r[3], r[2],
+        "a repeated transaction gets the recorded answer"
+    );
+
+    // FT: total supply 0, a mint of 1 000 000 to user 1, 20 transfers of 6 000 from user 1 to
+    // users 1..=20 (the first to itself), then user 1's balance.
+    let ft = scenario("ft_handle", Execution::PerMessage);
+    let r = replies(&wasm, ft.entry, &ft.messages[..23]);
+    assert_eq!(r[0], [vec![3], vec![0; 16]].concat());
+    assert_eq!(
+        r[22],
+        [vec![2], (1_000_000u128 - 19 * 6_000).to_le_bytes().to_vec()].concat()
+    );
 }
