@@ -7,7 +7,7 @@
 use std::ops::Range;
 
 /// An account id: the user's number, little-endian, in 32 bytes.
-fn account(user: u64) -> [u8; 32] {
+pub(crate) fn account(user: u64) -> [u8; 32] {
     let mut id = [0; 32];
     id[..8].copy_from_slice(&user.to_le_bytes());
     id

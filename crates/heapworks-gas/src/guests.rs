@@ -84,20 +84,21 @@ pub fn build() -> Result<PathBuf, String> {
     build_variant(false)
 }
 
-/// Builds every guest with the FT program (`entries::ft`: the program's allocator calls
-/// marked for the host), into a target directory of its own; the directory of the modules.
-pub fn build_ft() -> Result<PathBuf, String> {
+/// Builds every guest with the programs (`entries::ft` and `entries::nft`, their allocator
+/// calls marked for the host), into a target directory of its own; the directory of the
+/// modules.
+pub fn build_programs() -> Result<PathBuf, String> {
     build_variant(true)
 }
 
-fn build_variant(ft: bool) -> Result<PathBuf, String> {
-    let target = if ft {
-        target_dir().join("ft")
+fn build_variant(programs: bool) -> Result<PathBuf, String> {
+    let target = if programs {
+        target_dir().join("programs")
     } else {
         target_dir()
     };
-    let features: &[&str] = if ft {
-        &["--workspace", "--features", "ft"]
+    let features: &[&str] = if programs {
+        &["--workspace", "--features", "programs"]
     } else {
         &[]
     };

@@ -13,6 +13,8 @@ pub mod guests;
 pub mod instrument;
 pub mod machine;
 pub mod measure;
+pub mod nft;
+pub mod programs;
 pub mod report;
 pub mod scenario;
 pub mod schedule;

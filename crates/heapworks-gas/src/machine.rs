@@ -44,6 +44,8 @@ type Mark = (usize, i64, u64, u64);
 struct Host {
     /// The current message's payload, for `gas_read`.
     payload: Vec<u8>,
+    /// The last reply the program handed over (`gas_reply`), for tests of the programs.
+    reply: Vec<u8>,
     /// The marked allocator call in progress.
     mark: Option<Mark>,
     /// The marked allocator calls since the last [`Machine::take_marked`]: kind and cost.
@@ -110,6 +112,7 @@ impl Machine {
         let module = Module::new(&engine, &instrumented[..]).map_err(|e| format!("wasmi: {e}"))?;
         let host = Host {
             payload: Vec::new(),
+            reply: Vec::new(),
             mark: None,
             marked: Vec::new(),
             memory: None,
@@ -221,17 +224,27 @@ impl Machine {
         Ok(self.metered(|s| f.call(s, args))?.1)
     }
 
-    /// Runs the FT program's `ft_handle` on `payload` as one message: its whole cost, and the
-    /// marked allocator calls it made (kind: 0 malloc, 1 calloc, 2 realloc, 3 free).
-    pub fn handle(&mut self, payload: &[u8]) -> Result<(Cost, Vec<(usize, Cost)>), String> {
-        self.begin_message();
+    /// Runs a program's entry `entry(len) -> i32` (`ft_handle`, `nft_handle`) on `payload`
+    /// as one message: its whole cost, and the marked allocator calls it made (kind: 0
+    /// malloc, 1 calloc, 2 realloc, 3 free). The caller starts messages
+    /// ([`Machine::begin_message`]): pages are charged at their first access since then.
+    pub fn handle(
+        &mut self,
+        entry_name: &str,
+        payload: &[u8],
+    ) -> Result<(Cost, Vec<(usize, Cost)>), String> {
         self.store.data_mut().payload = payload.to_vec();
-        let handle = entry::<i32, i32>(&self.instance, &self.store, "ft_handle")?;
+        let handle = entry::<i32, i32>(&self.instance, &self.store, entry_name)?;
         let (decoded, cost) = self.metered(|s| handle.call(s, payload.len() as i32))?;
         if decoded != 1 {
             return Err(format!("the program refused the message {payload:?}"));
         }
         Ok((cost, std::mem::take(&mut self.store.data_mut().marked)))
+    }
+
+    /// The last reply a program handed over (empty before the first).
+    pub fn last_reply(&self) -> &[u8] {
+        &self.store.data().reply
     }
 
     /// Calls the guest's export `name() -> i32`, unmetered.
@@ -370,9 +383,23 @@ fn read(mut caller: Caller<'_, Host>, ptr: u32, len: u32) -> Result<(), wasmi::E
     Ok(())
 }
 
-/// `env.gas_reply(ptr, len)`: the reply is read (its pages charged as reads) and dropped.
-fn reply(mut caller: Caller<'_, Host>, ptr: u32, len: u32) {
-    caller.data_mut().touch(ptr as u64, len as u64, false);
+/// `env.gas_reply(ptr, len)`: the reply is read (its pages charged as reads) and kept as the
+/// last reply.
+fn reply(mut caller: Caller<'_, Host>, ptr: u32, len: u32) -> Result<(), wasmi::Error> {
+    let memory = caller
+        .data()
+        .memory
+        .ok_or_else(|| wasmi::Error::new("no memory"))?;
+    // Copied from inside the memory: a length past its end is refused, never allocated.
+    let reply = memory
+        .data(&caller)
+        .get(ptr as usize..ptr as usize + len as usize)
+        .ok_or_else(|| wasmi::Error::new("gas_reply: the reply lies outside the memory"))?
+        .to_vec();
+    let host = caller.data_mut();
+    host.reply = reply;
+    host.touch(ptr as u64, len as u64, false);
+    Ok(())
 }
 
 /// `env.gr_system_break(code)`: out of gas or stack; ends the call with a trap.

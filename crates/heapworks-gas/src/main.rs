@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 use heapworks_gas::report::{self, GuestResults, Results};
-use heapworks_gas::{ft, guests, measure, scenario};
+use heapworks_gas::{guests, measure, programs, scenario};
 
 /// The most wasm pages a guest may grow to (Gear's limit is 32768, 2 GiB).
 const MAX_PAGES: u32 = 16384;
@@ -76,13 +76,9 @@ fn run(options: Options) -> Result<ExitCode, String> {
         }
     }
     let dir = guests::build()?;
-    let ft_dir = guests::build_ft()?;
+    let programs_dir = guests::build_programs()?;
     let scenarios = scenario::micro(options.quick);
-    let ft_messages = ft::stress_messages(options.quick);
-    let ft_name = format!(
-        "FT stress (seed 000's steps, {} messages), message by message",
-        ft_messages.len()
-    );
+    let programs = programs::seed_scenarios(options.quick);
     let mut results = Results {
         quick: options.quick,
         weights: "Gear instruction weights v1900; page and syscall prices of ANCHORS §3 (v2000)"
@@ -104,11 +100,15 @@ fn run(options: Options) -> Result<ExitCode, String> {
                 .map_err(|e| format!("{} on {:?}: {e}", guest.name, scenario.name))?;
             outcomes.push((scenario.name.clone(), outcome));
         }
-        let ft_path = ft_dir.join(guest.file);
-        let ft_wasm = std::fs::read(&ft_path).map_err(|e| format!("{}: {e}", ft_path.display()))?;
-        let outcome = measure::run_program(&ft_wasm, &ft_messages, MAX_PAGES)
-            .map_err(|e| format!("{} on the FT stress test: {e}", guest.name))?;
-        outcomes.push((ft_name.clone(), outcome));
+        let program_path = programs_dir.join(guest.file);
+        let program_wasm =
+            std::fs::read(&program_path).map_err(|e| format!("{}: {e}", program_path.display()))?;
+        for p in &programs {
+            let outcome =
+                measure::run_program(&program_wasm, p.entry, &p.messages, p.execution, MAX_PAGES)
+                    .map_err(|e| format!("{} on {:?}: {e}", guest.name, p.name))?;
+            outcomes.push((p.name.clone(), outcome));
+        }
         results.guests.push(GuestResults {
             guest: guest.name.into(),
             code_bytes: wasm.len() as u64,

@@ -121,14 +121,34 @@ pub fn run(wasm: &[u8], scenario: &Scenario, max_pages: u32) -> Result<Outcome, 
     Ok(outcome)
 }
 
-/// Runs the FT program on a fresh instance of `wasm` (a guest built with the FT program),
-/// one message after another.
-pub fn run_program(wasm: &[u8], messages: &[Vec<u8>], max_pages: u32) -> Result<Outcome, String> {
+/// How a program's messages are charged for pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Execution {
+    /// Every message its own execution over persistent memory (as gclient runs a program on
+    /// a node): pages are charged at their first access in each message.
+    PerMessage,
+    /// All messages within one execution (the seed's gtest figure): a page is charged at its
+    /// first access in the whole run, once.
+    Single,
+}
+
+/// Runs a program (the guest's export `entry`, in a guest built with the programs) on a
+/// fresh instance of `wasm`, one message after another.
+pub fn run_program(
+    wasm: &[u8],
+    entry: &str,
+    messages: &[Vec<u8>],
+    execution: Execution,
+    max_pages: u32,
+) -> Result<Outcome, String> {
     let mut machine = Machine::new(wasm, max_pages)?;
     let mut outcome = Outcome::default();
     for (index, message) in messages.iter().enumerate() {
+        if index == 0 || execution == Execution::PerMessage {
+            machine.begin_message();
+        }
         let (whole, calls) = machine
-            .handle(message)
+            .handle(entry, message)
             .map_err(|e| format!("message {index}: {e}"))?;
         let mut allocation = 0;
         for (kind, cost) in calls {

@@ -1,67 +1,15 @@
-//! A fungible-token program over Rust collections, the workload of seed 000's FT stress test,
-//! and the allocator wrapper that marks every allocator call for the host's meter.
+//! A fungible-token program over Rust collections, the workload of seed 000's FT stress test.
 //!
 //! A message is read into a fresh `Vec<u8>` (as Gear's `msg::load` does), decoded into an
 //! owned [`Action`] (account ids as owned 32-byte `Vec<u8>`s), applied to balances in a
 //! `BTreeMap<Vec<u8>, u128>`, and answered with a reply encoded into a fresh `Vec<u8>`.
 //!
-//! Invariant: every allocator call the program makes runs between `gas_mark(kind)` and
-//! `gas_mark(END)`, and nothing else does.
-
-extern crate alloc;
+//! Invariant: the state lives in a `static` across messages and only `ft_handle` touches it.
 
 use alloc::collections::BTreeMap;
 use alloc::vec::Vec;
-use core::alloc::{GlobalAlloc, Layout};
 
-/// The marks' kinds (the host's order: malloc, calloc, realloc, free; then the end).
-const MALLOC: i32 = 0;
-const CALLOC: i32 = 1;
-const REALLOC: i32 = 2;
-const FREE: i32 = 3;
-const END: i32 = 4;
-
-#[link(wasm_import_module = "env")]
-extern "C" {
-    /// Tells the host an allocator call of `kind` starts (or ends, `END`).
-    fn gas_mark(kind: i32);
-    /// Copies the current message's payload into `[ptr, ptr + len)`.
-    fn gas_read(ptr: *mut u8, len: usize);
-    /// Hands the reply `[ptr, ptr + len)` to the host.
-    fn gas_reply(ptr: *const u8, len: usize);
-}
-
-/// A global allocator whose every call is marked for the host.
-pub struct Metered<A>(pub A);
-
-fn marked<T>(kind: i32, call: impl FnOnce() -> T) -> T {
-    // SAFETY: host imports without preconditions.
-    unsafe { gas_mark(kind) };
-    let result = call();
-    // SAFETY: as above.
-    unsafe { gas_mark(END) };
-    result
-}
-
-// SAFETY: every call is forwarded unchanged to `A`.
-unsafe impl<A: GlobalAlloc> GlobalAlloc for Metered<A> {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded.
-        marked(MALLOC, || unsafe { self.0.alloc(layout) })
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: forwarded.
-        marked(CALLOC, || unsafe { self.0.alloc_zeroed(layout) })
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: forwarded.
-        marked(REALLOC, || unsafe { self.0.realloc(ptr, layout, new_size) })
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: forwarded.
-        marked(FREE, || unsafe { self.0.dealloc(ptr, layout) })
-    }
-}
+use crate::program;
 
 /// A decoded message.
 enum Action {
@@ -156,12 +104,7 @@ impl Token {
 /// Handles one message of `len` bytes; 1 if it decoded, 0 if not.
 #[no_mangle]
 pub extern "C" fn ft_handle(len: usize) -> i32 {
-    let mut payload = Vec::with_capacity(len);
-    // SAFETY: the host writes `len` bytes into the vector's capacity.
-    unsafe {
-        gas_read(payload.as_mut_ptr(), len);
-        payload.set_len(len);
-    }
+    let payload = program::load(len);
     let Some(action) = decode(&payload) else {
         return 0;
     };
@@ -173,7 +116,6 @@ pub extern "C" fn ft_handle(len: usize) -> i32 {
         total_supply: 0,
     });
     let reply = token.apply(action);
-    // SAFETY: the reply is valid for its length.
-    unsafe { gas_reply(reply.as_ptr(), reply.len()) };
+    program::reply(&reply);
     1
 }

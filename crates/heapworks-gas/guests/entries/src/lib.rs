@@ -7,8 +7,15 @@
 //! around it is the allocator's (plus the same few instructions for every guest).
 #![no_std]
 
-#[cfg(feature = "ft")]
+#[cfg(feature = "programs")]
+extern crate alloc;
+
+#[cfg(feature = "programs")]
 pub mod ft;
+#[cfg(feature = "programs")]
+pub mod nft;
+#[cfg(feature = "programs")]
+pub mod program;
 
 pub use core::alloc::{GlobalAlloc, Layout};
 
@@ -17,14 +24,14 @@ pub use core::alloc::{GlobalAlloc, Layout};
 #[macro_export]
 macro_rules! guest {
     ($allocator:ty = $init:expr) => {
-        #[cfg(not(feature = "ft"))]
+        #[cfg(not(feature = "programs"))]
         #[global_allocator]
         static ALLOCATOR: $allocator = $init;
 
-        // The FT program build: the program's allocator calls are marked for the host.
-        #[cfg(feature = "ft")]
+        // The programs build: the programs' allocator calls are marked for the host.
+        #[cfg(feature = "programs")]
         #[global_allocator]
-        static ALLOCATOR: $crate::ft::Metered<$allocator> = $crate::ft::Metered($init);
+        static ALLOCATOR: $crate::program::Metered<$allocator> = $crate::program::Metered($init);
 
         /// The layout the host passes (always valid: the host keeps every block's layout).
         fn layout(size: usize, align: usize) -> $crate::Layout {
