@@ -29,9 +29,22 @@ const METRICS: [MetricSpec; 4] = [
     MetricSpec::secondary("allocate response", "ns/request", Better::Lower),
 ];
 
-/// The block counts N of a run at this scale.
-pub fn block_counts(config: &Config) -> &'static [usize] {
-    config.pick(&[1_000], &[10_000, 100_000], &[10_000, 100_000, 1_000_000])
+/// The block counts N of a run: [`Config::block_counts`] when given, else the scale's.
+pub fn block_counts(config: &Config) -> &[usize] {
+    match &config.block_counts {
+        Some(counts) => counts,
+        None => config.pick(&[1_000], &[10_000, 100_000], &[10_000, 100_000, 1_000_000]),
+    }
+}
+
+/// The name of the case of N = `blocks`.
+pub fn case_name(blocks: usize) -> String {
+    format!("N = {blocks}")
+}
+
+/// The N of a case named by [`case_name`].
+pub fn blocks_of(case: &str) -> Option<usize> {
+    case.strip_prefix("N = ")?.parse().ok()
 }
 
 /// Heap for 2N blocks of up to 256 B and their growth: 1 KiB per N, at least 32 MiB.
@@ -68,7 +81,7 @@ pub fn cases_per_block_count<T: UseAllocator<Output = TrialOutcome> + 'static>(
             let heap_len = heap_len_for(blocks);
             Case {
                 workload,
-                name: format!("N = {blocks}"),
+                name: case_name(blocks),
                 heap_len,
                 arena_only: true,
                 metrics: metrics.to_vec(),
