@@ -53,7 +53,9 @@ fn plot(name: &str, results: &Results) -> Plot {
     if seed_003.iter().any(|w| w.name() == name) {
         return Plot::Growth {
             axis: "N (blocks)".to_string(),
-            metrics: vec!["total".to_string(), "response".to_string()],
+            metrics: ["total", "response", "p99 response"]
+                .map(String::from)
+                .to_vec(),
             cases: cases_with(results, name, insert_delete::blocks_of),
         };
     }
