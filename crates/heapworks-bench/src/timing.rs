@@ -4,6 +4,8 @@
 
 use std::time::{Duration, Instant};
 
+use crate::region::prefault_spare;
+
 /// Unit of [`cycle_stamp`] values.
 #[cfg(target_arch = "x86_64")]
 pub const STAMP_UNIT: &str = "ticks";
@@ -50,13 +52,16 @@ pub struct SampledPhase {
 pub const SAMPLE_EVERY: usize = 8;
 
 impl SampledPhase {
-    /// Starts the phase's clock.
-    pub fn start() -> Self {
+    /// Starts the phase's clock, with room for the samples of `requests` requests (faulted in
+    /// now: more requests than that grow the samples inside the phase).
+    pub fn start(requests: usize) -> Self {
+        let mut samples = Vec::with_capacity(requests / SAMPLE_EVERY + 1);
+        prefault_spare(&mut samples, 0);
         Self {
             started: Instant::now(),
             first_stamp: cycle_stamp(),
             requests: 0,
-            samples: Vec::new(),
+            samples,
         }
     }
 
@@ -64,7 +69,7 @@ impl SampledPhase {
     #[inline(always)]
     pub fn request<T>(&mut self, call: impl FnOnce() -> T) -> T {
         self.requests += 1;
-        if self.requests % SAMPLE_EVERY != 0 {
+        if !self.requests.is_multiple_of(SAMPLE_EVERY) {
             return call();
         }
         let before = cycle_stamp();
@@ -127,7 +132,7 @@ mod tests {
 
     #[test]
     fn a_phase_samples_one_request_in_eight() {
-        let mut phase = SampledPhase::start();
+        let mut phase = SampledPhase::start(80);
         let sum: usize = (0..80).map(|i| phase.request(|| i)).sum();
         assert_eq!(sum, 79 * 80 / 2, "every request runs once");
         let (elapsed, samples) = phase.finish();

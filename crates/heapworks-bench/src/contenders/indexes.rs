@@ -13,7 +13,9 @@ use super::heapworks::HeapworksHeap;
 use super::{run_over, SetupError, UseAllocator};
 use crate::region::Region;
 
-/// Declares the index contenders, one line each: `Variant(IndexType) = ("name", "description")`.
+/// Declares the index contenders, one line each: `Variant(IndexType) = ("name", "description")`,
+/// `IndexType` an index of the core (`heapworks::IndexType`); the description says what is
+/// measured, as a crate version does for a peer (the index's design is in its module's docs).
 macro_rules! index_contenders {
     ($($(#[$meta:meta])* $variant:ident($index:ident) = ($name:expr, $description:expr)),* $(,)?) => {
         crate::registry! {
@@ -45,9 +47,9 @@ macro_rules! index_contenders {
 
 index_contenders! {
     /// The top-down splay tree with duplicate lists.
-    Splay(SplayTree) = ("heapworks_splay", "heapworks (this workspace) on its SplayTree index: top-down splay tree by size, duplicates in lists, exact best fit"),
+    Splay(SplayTree) = ("heapworks_splay", "heapworks (this workspace), SplayTree index"),
     /// The exact bins below 2 KiB and the splay tree above.
-    Hybrid(Hybrid) = ("heapworks_hybrid", "heapworks (this workspace) on its Hybrid index: exact bins for small chunks, the splay tree from 2 KiB up"),
+    Hybrid(Hybrid) = ("heapworks_hybrid", "heapworks (this workspace), Hybrid index"),
     /// Seed 003's classic baseline.
-    Segregated(SegregatedLists) = ("heapworks_segregated", "heapworks (this workspace) on its SegregatedLists index: a list per power of two, no bitmap, first fit in the request's class"),
+    Segregated(SegregatedLists) = ("heapworks_segregated", "heapworks (this workspace), SegregatedLists index"),
 }

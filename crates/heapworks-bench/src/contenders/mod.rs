@@ -84,7 +84,8 @@ crate::registry! {
         System = ("system", "std::alloc::System (the platform malloc)");
         /// heapworks on another free index than the default (not in `ALL`: run by
         /// `bench --indexes` or by name; see [`indexes`]).
-        HeapworksOn(index: IndexContender) => (index.name(), index.description()), found by IndexContender::from_name;
+        HeapworksOn(index: IndexContender) => (index.name(), index.description()),
+            found by IndexContender::from_name;
         /// An allocator from outside this crate, added with [`custom::register`] (not in
         /// `ALL`, found by [`custom::find`]).
         Custom(contender: &'static custom::CustomContender) => (contender.name(), contender.version())

@@ -217,7 +217,7 @@ impl Trial {
         to_free: Vec<Block>,
         live: &mut LiveBlocks,
     ) -> Timed {
-        let mut phase = SampledPhase::start();
+        let mut phase = SampledPhase::start(to_free.len());
         let mut pending = to_free.into_iter();
         while pending.len() > 0 {
             for block in pending.by_ref().take(REQUESTS_PER_CLOCK_CHECK) {
@@ -237,7 +237,7 @@ impl Trial {
         rng: &mut Rng,
         live: &mut LiveBlocks,
     ) -> Timed {
-        let mut phase = SampledPhase::start();
+        let mut phase = SampledPhase::start(self.blocks);
         for index in 0..self.blocks {
             let layout = random_layout(rng);
             match phase.request(|| Block::allocate(arena, layout)) {

@@ -82,7 +82,7 @@ impl UseAllocator for Trial {
             .map(|b| resized(&mut rng, b.layout.size()))
             .collect();
 
-        let mut phase = SampledPhase::start();
+        let mut phase = SampledPhase::start(self.blocks);
         let in_place = self.realloc_all(arena, &mut live, &targets, &mut phase);
         let (elapsed, samples) = phase.finish();
         let in_place = match in_place {
