@@ -55,7 +55,8 @@ const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
 /// ```
 ///
 /// The heap is generic over its free index: `Heap` is `Heap<Bins>`, the default;
-/// `Heap::<SplayTree>::empty()` or `Heap::<Hybrid>::empty()` build one over another index
+/// `Heap::<SplayTree>::empty()`, `Heap::<RedBlackTree>::empty()` or `Heap::<Hybrid>::empty()`
+/// build one over another index
 /// (see [`crate::index`]). Every method behaves the same whatever the index; only speed and
 /// fragmentation differ.
 pub struct Heap<I = Bins> {

@@ -15,7 +15,7 @@
 //!   validates every pointer handed back.
 //!
 //! [`Heap`] is the unsynchronized engine, generic over its free index ([`Bins`] by default;
-//! [`SplayTree`], [`Hybrid`] and [`SegregatedLists`] are the others, see [`index`]). [`LockedHeap`] (feature `lock_api`, on by default)
+//! [`SplayTree`], [`RedBlackTree`], [`Hybrid`] and [`SegregatedLists`] are the others, see [`index`]). [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
 //! [`UnsyncHeap`] serves single-threaded programs without a lock. On single-core
 //! microcontrollers whose interrupt handlers allocate, `CriticalSectionHeap` (feature
@@ -69,7 +69,7 @@ mod unsync;
 pub use critical::{CriticalSectionHeap, CriticalSectionLock};
 pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
 pub use heap::Heap;
-pub use index::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
+pub use index::{Bins, FreeIndex, Hybrid, RedBlackTree, SegregatedLists, SplayTree};
 #[cfg(feature = "lock_api")]
 pub use locked::LockedHeap;
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]

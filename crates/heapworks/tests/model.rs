@@ -7,12 +7,12 @@
 //! more operations, deterministic per seed). Together they run millions of operations; under Miri
 //! the sizes shrink so the same code runs in minutes.
 //!
-//! Every test runs on each free index: the default bins, the splay tree, the hybrid and the
-//! segregated lists. Under Miri, which spends its time on the checker's walk after every step,
+//! Every test runs on each free index: the default bins, the splay tree, the red-black tree,
+//! the hybrid and the segregated lists. Under Miri, which spends its time on the checker's walk after every step,
 //! the other indexes run only their small-size soak (and their unit tests in the crate), so
 //! the core's Miri run stays about as long as it was.
 
-use heapworks::{Bins, FreeIndex, Hybrid, SegregatedLists, SplayTree};
+use heapworks::{Bins, FreeIndex, Hybrid, RedBlackTree, SegregatedLists, SplayTree};
 use heapworks_testkit::{soak_with, Arena, Model, Op};
 use proptest::prelude::*;
 
@@ -56,6 +56,7 @@ proptest! {
         run::<Bins>(&ops, 16 * 1024);
         if !cfg!(miri) {
             run::<SplayTree>(&ops, 16 * 1024);
+            run::<RedBlackTree>(&ops, 16 * 1024);
             run::<Hybrid>(&ops, 16 * 1024);
             run::<SegregatedLists>(&ops, 16 * 1024);
         }
@@ -67,6 +68,7 @@ proptest! {
         run::<Bins>(&ops, 1 << 20);
         if !cfg!(miri) {
             run::<SplayTree>(&ops, 1 << 20);
+            run::<RedBlackTree>(&ops, 1 << 20);
             run::<Hybrid>(&ops, 1 << 20);
             run::<SegregatedLists>(&ops, 1 << 20);
         }
@@ -135,6 +137,11 @@ soaks_on!(
     soak_small_sizes_splay_tree,
     soak_large_sizes_splay_tree,
     SplayTree
+);
+soaks_on!(
+    soak_small_sizes_red_black_tree,
+    soak_large_sizes_red_black_tree,
+    RedBlackTree
 );
 soaks_on!(soak_small_sizes_hybrid, soak_large_sizes_hybrid, Hybrid);
 soaks_on!(

@@ -161,7 +161,10 @@ impl Index for Hybrid {
         unsafe {
             match self.bins.first_fit(bin_of(min_size), &mut fits) {
                 Some(found) => Some(found),
-                None => self.tree.find_in_order(min_size.max(TREE_FROM), fits),
+                None => self
+                    .tree
+                    .walk()
+                    .find_in_order(min_size.max(TREE_FROM), fits),
             }
         }
     }
@@ -176,14 +179,14 @@ impl Index for Hybrid {
 
     unsafe fn largest(&self) -> Option<usize> {
         // SAFETY: forwarded from the caller.
-        unsafe { self.tree.largest().or_else(|| self.bins.largest()) }
+        unsafe { self.tree.walk().largest().or_else(|| self.bins.largest()) }
     }
 
     unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
         // SAFETY: forwarded from the caller.
         unsafe {
             if in_tree(size) {
-                self.tree.check_filed(chunk, size)
+                self.tree.walk().check_filed(chunk, size)
             } else {
                 self.bins.check_links(chunk, size)
             }
@@ -208,7 +211,7 @@ impl Index for Hybrid {
 
     fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
         if in_tree(size) {
-            self.tree.files(chunk, size, limit)
+            self.tree.walk().files(chunk, size, limit)
         } else {
             Index::files(&self.bins, chunk, size, limit)
         }

@@ -8,6 +8,9 @@
 //!   bounded best fit for large requests (invariants in `index/bins.rs`);
 //! - [`SplayTree`]: one top-down splay tree keyed by size, chunks of a size already in the tree
 //!   kept in a list hanging from its node, exact best fit (invariants in `index/splay.rs`);
+//! - [`RedBlackTree`]: a red-black tree keyed by size with the same duplicate lists and no
+//!   parent pointer, rebalanced bottom-up from a stack of the search path, exact best fit
+//!   (invariants in `index/rbtree.rs`);
 //! - [`SegregatedLists`]: the classic baseline, one list per power of two of sizes and no
 //!   bitmap, first fit in the request's own class (invariants in `index/segregated.rs`);
 //! - [`Hybrid`]: the exact bins for small chunks, the splay tree from 2 KiB
@@ -30,18 +33,22 @@
 pub(crate) mod bins;
 pub(crate) mod hybrid;
 pub(crate) mod list;
+pub(crate) mod rbtree;
 pub(crate) mod segregated;
 pub(crate) mod splay;
+pub(crate) mod tree;
 
 pub use bins::Bins;
 pub use hybrid::Hybrid;
+pub use rbtree::RedBlackTree;
 pub use segregated::SegregatedLists;
 pub use splay::SplayTree;
 
 use crate::error::{Corruption, CorruptionKind};
 
 /// A free index a [`crate::Heap`] can be built on: [`Bins`] (the default), [`SplayTree`],
-/// [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's business.
+/// [`RedBlackTree`], [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's
+/// business.
 pub trait FreeIndex: Index {}
 
 impl<T: Index> FreeIndex for T {}
@@ -59,6 +66,44 @@ pub(crate) fn test_heap<I: FreeIndex>(memory: &mut [u128]) -> crate::Heap<I> {
     // SAFETY: the tests keep `memory` alive, and untouched, while the heap lives.
     unsafe { heap.claim(memory.as_mut_ptr().cast(), memory.len() * 16) }.unwrap();
     heap
+}
+
+/// Allocates `count` blocks of `sizes` (in turn), then frees them in a scrambled order,
+/// allocating a block again after about one free in four, and checks the heap after every
+/// step, until no block is left; returns how many free chunks the index then files. For the
+/// indexes' unit tests: every kind of entry (duplicates, small chunks, new sizes) comes and
+/// goes.
+#[cfg(test)]
+pub(crate) fn churn<I: FreeIndex>(
+    heap: &mut crate::Heap<I>,
+    sizes: &[usize],
+    count: usize,
+) -> usize {
+    extern crate std;
+    use core::alloc::Layout;
+    let layout = |size| Layout::from_size_align(size, 8).unwrap();
+    let mut blocks: std::vec::Vec<_> = (0..count)
+        .map(|i| heap.allocate(layout(sizes[i % sizes.len()])).unwrap())
+        .collect();
+    let mut state = 7u64;
+    while !blocks.is_empty() {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        let block = blocks.swap_remove((state >> 33) as usize % blocks.len());
+        // SAFETY: every block is live and freed once.
+        unsafe { heap.free(block) };
+        heap.check().unwrap();
+        if state & 3 == 0 {
+            let size = sizes[(state >> 40) as usize % sizes.len()];
+            blocks.push(heap.allocate(layout(size)).unwrap());
+            heap.check().unwrap();
+        }
+    }
+    let mut free = 0;
+    // SAFETY: the index is consistent (checked).
+    unsafe { heap.index.for_each(|_, _| free += 1) };
+    free
 }
 
 /// A corruption of the index at `addr`, outside any bin.

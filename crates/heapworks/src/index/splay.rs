@@ -29,17 +29,13 @@
 //! requests' fallback) do not splay: they step from size to size with a plain descent, so
 //! they cost O(distinct sizes × depth).
 
-use crate::chunk::{Chunk, GRANULE, IN_USE, MIN_CHUNK, SIZE_MASK, WORD};
+use crate::chunk::{Chunk, MIN_CHUNK};
 use crate::error::{Corruption, CorruptionKind};
+use crate::index::fault;
 use crate::index::list::{self, get, link, set, LEFT, NEXT, PREV, RIGHT};
-use crate::index::{fault, mix, Index};
-
-/// The smallest chunk the tree files: header, `next`, `prev`, `left`, `right` and footer.
-pub(crate) const TREE_MIN: usize = MIN_CHUNK + GRANULE;
-const _: () = assert!(
-    TREE_MIN == 6 * WORD,
-    "one granule above MIN_CHUNK holds two links"
-);
+use crate::index::tree::{
+    push_duplicate, size_tree_index, unlink_listed, Plain, Tally, Walk, TREE_MIN,
+};
 
 /// A top-down splay tree of free chunks keyed by size, with duplicate lists (see the module
 /// docs). `Heap::<SplayTree>::empty()` builds a heap on it.
@@ -149,14 +145,7 @@ impl SplayTree {
             let root = splay(root, size);
             let root_size = root.size();
             if size == root_size {
-                // A duplicate: first in the node's list.
-                let first = get(root, NEXT);
-                set(chunk, NEXT, first);
-                set(chunk, PREV, Some(root));
-                if let Some(first) = first {
-                    set(first, PREV, Some(chunk));
-                }
-                set(root, NEXT, Some(chunk));
+                push_duplicate(root, chunk);
                 self.root = Some(root);
                 return;
             }
@@ -182,18 +171,10 @@ impl SplayTree {
         // SAFETY: filed chunks are free chunks with the link words of their size; a chunk
         // whose `prev` is null is the head of `smallest` or a tree node (module invariants).
         unsafe {
-            if size < TREE_MIN {
-                list::remove(&mut self.smallest, chunk);
+            if unlink_listed(&mut self.smallest, chunk, size) {
                 return;
             }
             let next = get(chunk, NEXT);
-            if let Some(prev) = get(chunk, PREV) {
-                set(prev, NEXT, next);
-                if let Some(next) = next {
-                    set(next, PREV, Some(prev));
-                }
-                return;
-            }
             debug_assert!(self.root.is_some(), "a tree node in an empty tree");
             let root = splay(self.root.unwrap_unchecked(), size);
             debug_assert!(root == chunk, "the node of its size is not the chunk");
@@ -219,12 +200,6 @@ impl SplayTree {
         }
     }
 
-    /// The head of the list of chunks too small for a node.
-    #[inline(always)]
-    pub(crate) fn smallest(&self) -> Option<(Chunk, usize)> {
-        self.smallest.map(|chunk| (chunk, MIN_CHUNK))
-    }
-
     /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
     /// size has any, else its node, which is left at the root.
     ///
@@ -232,7 +207,7 @@ impl SplayTree {
     /// The tree is consistent.
     pub(crate) unsafe fn best_fit(&mut self, size: usize) -> Option<(Chunk, usize)> {
         if size < TREE_MIN {
-            if let Some(found) = self.smallest() {
+            if let Some(found) = self.walk().smallest_entry() {
                 return Some(found);
             }
         }
@@ -256,113 +231,10 @@ impl SplayTree {
         }
     }
 
-    /// The node of the least size at or above `key`, found by a plain descent of at most
-    /// `limit` steps (`Err` past it, on a corrupt tree).
-    ///
-    /// # Safety
-    /// The tree's links point at readable chunks (true of a consistent tree; on a corrupt one,
-    /// the checker's stated limit).
-    unsafe fn ceiling(&self, key: usize, limit: usize) -> Result<Option<Chunk>, ()> {
-        let mut found = None;
-        let mut cursor = self.root;
-        for _ in 0..=limit {
-            let Some(node) = cursor else {
-                return Ok(found);
-            };
-            // SAFETY: forwarded from the caller.
-            let size = unsafe { node.size() };
-            if size == key {
-                return Ok(Some(node));
-            }
-            // SAFETY: as above.
-            cursor = unsafe { get(node, if key < size { LEFT } else { RIGHT }) };
-            if key < size {
-                found = Some(node);
-            }
-        }
-        Err(())
-    }
-
-    /// Calls `f` with every filed chunk of at least `min_size` bytes and its size, by
-    /// increasing size, until it returns `true`; returns that chunk and size.
-    ///
-    /// # Safety
-    /// The tree is consistent.
-    pub(crate) unsafe fn find_in_order(
-        &self,
-        min_size: usize,
-        mut f: impl FnMut(Chunk, usize) -> bool,
-    ) -> Option<(Chunk, usize)> {
-        // SAFETY: filed chunks are free chunks with the link words of their size.
-        unsafe {
-            if min_size < TREE_MIN {
-                let mut cursor = self.smallest;
-                while let Some(chunk) = cursor {
-                    if f(chunk, MIN_CHUNK) {
-                        return Some((chunk, MIN_CHUNK));
-                    }
-                    cursor = get(chunk, NEXT);
-                }
-            }
-            let mut key = min_size;
-            while let Ok(Some(node)) = self.ceiling(key, usize::MAX) {
-                let size = node.size();
-                let mut cursor = Some(node);
-                while let Some(chunk) = cursor {
-                    if f(chunk, size) {
-                        return Some((chunk, size));
-                    }
-                    cursor = get(chunk, NEXT);
-                }
-                key = size + 1;
-            }
-            None
-        }
-    }
-
-    /// The size of the largest filed chunk.
-    ///
-    /// # Safety
-    /// The tree is consistent.
-    pub(crate) unsafe fn largest(&self) -> Option<usize> {
-        // SAFETY: tree nodes are free chunks with four link words.
-        unsafe {
-            let Some(mut node) = self.root else {
-                return self.smallest.map(|_| MIN_CHUNK);
-            };
-            while let Some(right) = get(node, RIGHT) {
-                node = right;
-            }
-            Some(node.size())
-        }
-    }
-
-    /// Checks the entry of one free chunk the region walk met: its list neighbours link back
-    /// and share its size; a chunk with no `prev` heads `smallest` or is a tree node (whose
-    /// place [`SplayTree::tally_from`] verifies).
-    ///
-    /// # Safety
-    /// `chunk` is a free chunk of `size` bytes inside a region.
-    pub(crate) unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
-        let bad_link = fault(chunk.addr(), CorruptionKind::BadLink);
-        // SAFETY: a free chunk's first two link words are inside it; a non-null link is read
-        // only as far as the first words of the chunk it names (the checker's stated limit).
-        unsafe {
-            let (next, prev) = (get(chunk, NEXT), get(chunk, PREV));
-            match prev {
-                None if size < TREE_MIN && self.smallest != Some(chunk) => return bad_link,
-                Some(prev) if get(prev, NEXT) != Some(chunk) || prev.size() != size => {
-                    return bad_link;
-                }
-                _ => {}
-            }
-            if let Some(next) = next {
-                if get(next, PREV) != Some(chunk) || next.size() != size {
-                    return bad_link;
-                }
-            }
-        }
-        Ok(())
+    /// The read-only view of the tree, for the walks that do not splay.
+    #[inline(always)]
+    pub(crate) fn walk(&self) -> Walk<Plain> {
+        Walk::of(self.root, self.smallest)
     }
 
     /// The tree's part of [`Index::tally`]: every chunk it files is a free chunk of its node's
@@ -374,145 +246,35 @@ impl SplayTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        let mut count = 0;
-        let mut fingerprint = 0usize;
-        let mut take = |chunk: Chunk, size: usize| -> Result<bool, Corruption> {
-            count += 1;
-            // SAFETY: the chunk was reached through non-null links; only its header is read.
-            let header = unsafe { chunk.header() };
-            let free_of_size = header & SIZE_MASK == size && header & IN_USE == 0;
-            if !free_of_size || header & !SIZE_MASK & !crate::chunk::PREV_IN_USE != 0 {
-                return fault(chunk.addr(), CorruptionKind::BadLink);
-            }
-            fingerprint = fingerprint.wrapping_add(mix(chunk.addr()));
-            Ok(count <= limit)
-        };
-        // SAFETY: every chunk walked was reached through non-null links and is read only as
-        // far as its first words before `take` verified its header; walks stop after `limit`
-        // entries.
-        unsafe {
-            let mut cursor = self.smallest;
-            while let Some(chunk) = cursor {
-                if !take(chunk, MIN_CHUNK)? {
-                    return Ok(None);
-                }
-                cursor = get(chunk, NEXT);
-            }
-            let mut key = 0;
-            loop {
-                let Ok(found) = self.ceiling(key, limit) else {
-                    return fault(self.root.map_or(0, Chunk::addr), CorruptionKind::BadLink);
-                };
-                let Some(node) = found else { break };
-                let size = node.size();
-                if size < min_node || get(node, PREV).is_some() {
-                    return fault(node.addr(), CorruptionKind::BadLink);
-                }
-                let mut cursor = Some(node);
-                while let Some(chunk) = cursor {
-                    if !take(chunk, size)? {
-                        return Ok(None);
-                    }
-                    cursor = get(chunk, NEXT);
-                }
-                key = size + 1;
-            }
+        let mut tally = Tally::new(limit);
+        if !tally.take_list(self.smallest, MIN_CHUNK)? {
+            return Ok(None);
         }
-        Ok(Some((count, fingerprint)))
-    }
-
-    /// Whether the free chunk `chunk` of `size` bytes is filed, within `limit` entries.
-    pub(crate) fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
-        // SAFETY: the checker's walk passed, so the links followed within `limit` entries
-        // were read by `tally_from` already.
-        unsafe {
-            let first = if size < TREE_MIN {
-                self.smallest
-            } else {
-                match self.ceiling(size, limit) {
-                    Ok(Some(node)) if node.size() == size => Some(node),
-                    _ => None,
-                }
+        let walk = self.walk();
+        let mut key = 0;
+        loop {
+            // SAFETY: every chunk walked was reached through non-null links and is read only
+            // as far as its first words before `take` verified its header; the descent stops
+            // after `limit + 1` steps.
+            let Ok(found) = (unsafe { walk.ceiling(key, limit) }) else {
+                return fault(self.root.map_or(0, Chunk::addr), CorruptionKind::BadLink);
             };
-            list::holds(first, chunk, limit)
+            let Some(node) = found else { break };
+            // SAFETY: as above.
+            let (size, prev) = unsafe { (node.size(), get(node, PREV)) };
+            if size < min_node || prev.is_some() {
+                return fault(node.addr(), CorruptionKind::BadLink);
+            }
+            if !tally.take_list(Some(node), size)? {
+                return Ok(None);
+            }
+            key = size + 1;
         }
+        Ok(tally.result())
     }
 }
 
-impl Index for SplayTree {
-    const EMPTY: SplayTree = SplayTree::new();
-    /// Only the list of the smallest chunks is worth a look inline.
-    const GOOD_FIT_BELOW: usize = TREE_MIN;
-
-    unsafe fn adopt_sink(&mut self, _sink: Chunk) {}
-
-    #[inline(always)]
-    fn slot_of(size: usize) -> usize {
-        size
-    }
-
-    unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { SplayTree::insert(self, chunk, size) }
-    }
-
-    unsafe fn unlink(&mut self, chunk: Chunk, slot: usize) {
-        // SAFETY: forwarded from the caller; the slot is the chunk's size.
-        unsafe { SplayTree::unlink(self, chunk, slot) }
-    }
-
-    #[inline(always)]
-    fn good_fit(&mut self, _size: usize) -> Option<(Chunk, usize)> {
-        self.smallest()
-    }
-
-    unsafe fn search(&mut self, size: usize) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.best_fit(size) }
-    }
-
-    unsafe fn find(&mut self, size: usize) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.best_fit(size) }
-    }
-
-    unsafe fn first_fit(
-        &mut self,
-        min_size: usize,
-        fits: impl FnMut(Chunk, usize) -> bool,
-    ) -> Option<(Chunk, usize)> {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.find_in_order(min_size, fits) }
-    }
-
-    unsafe fn for_each(&self, mut f: impl FnMut(Chunk, usize)) {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            self.find_in_order(0, |chunk, size| {
-                f(chunk, size);
-                false
-            });
-        }
-    }
-
-    unsafe fn largest(&self) -> Option<usize> {
-        // SAFETY: forwarded from the caller.
-        unsafe { SplayTree::largest(self) }
-    }
-
-    unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
-        // SAFETY: forwarded from the caller.
-        unsafe { SplayTree::check_filed(self, chunk, size) }
-    }
-
-    fn tally(&self, limit: usize) -> Result<Option<(usize, usize)>, Corruption> {
-        self.tally_from(TREE_MIN, limit)
-    }
-
-    fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
-        SplayTree::files(self, chunk, size, limit)
-    }
-}
+size_tree_index!(SplayTree);
 
 #[cfg(test)]
 mod tests {
@@ -523,7 +285,8 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
-    use crate::index::test_heap;
+    use crate::chunk::WORD;
+    use crate::index::{churn, test_heap};
 
     /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated:
     /// the tree, its duplicate lists and the smallest chunks' list all change; the heap is
@@ -533,35 +296,7 @@ mod tests {
         let mut memory = vec![0u128; 8192];
         let mut heap = test_heap::<SplayTree>(&mut memory);
         let sizes = [8usize, 24, 40, 100, 24, 8, 300, 40, 8, 1000, 100, 24];
-        let mut blocks: Vec<_> = (0..60)
-            .map(|i| {
-                let layout = Layout::from_size_align(sizes[i % sizes.len()], 8).unwrap();
-                heap.allocate(layout).unwrap()
-            })
-            .collect();
-        let mut state = 7u64;
-        while !blocks.is_empty() {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1);
-            let block = blocks.swap_remove((state >> 33) as usize % blocks.len());
-            // SAFETY: every block is live and freed once.
-            unsafe { heap.free(block) };
-            heap.check().unwrap();
-            if state & 3 == 0 {
-                let size = sizes[(state >> 40) as usize % sizes.len()];
-                let layout = Layout::from_size_align(size, 8).unwrap();
-                blocks.push(heap.allocate(layout).unwrap());
-                heap.check().unwrap();
-            }
-        }
-        let free: Vec<usize> = {
-            let mut sizes = Vec::new();
-            // SAFETY: the index is consistent.
-            unsafe { heap.index.for_each(|_, size| sizes.push(size)) };
-            sizes
-        };
-        assert_eq!(free.len(), 1);
+        assert_eq!(churn(&mut heap, &sizes, 60), 1);
     }
 
     /// The search is an exact best fit: among free chunks of 96, 160 and 112 bytes kept apart

@@ -10,7 +10,9 @@ use core::cell::UnsafeCell;
 use core::fmt::Write;
 use core::ptr::{self, NonNull};
 
-use heapworks::{Bins, FreeIndex, Heap, Hybrid, SegregatedLists, SplayTree, UnsyncHeap};
+use heapworks::{
+    Bins, FreeIndex, Heap, Hybrid, RedBlackTree, SegregatedLists, SplayTree, UnsyncHeap,
+};
 
 const ARENA_LEN: usize = 1 << 20;
 static mut ARENA: [u8; ARENA_LEN] = [0; ARENA_LEN];
@@ -82,8 +84,9 @@ static BINS: Raw<Bins> = Raw::new();
 static SPLAY: Raw<SplayTree> = Raw::new();
 static HYBRID: Raw<Hybrid> = Raw::new();
 static SEGREGATED: Raw<SegregatedLists> = Raw::new();
+static RED_BLACK: Raw<RedBlackTree> = Raw::new();
 
-/// Allocates (`ptr` null), frees (`new` zero) or reallocates on the heap `which` (0..=3 a raw
+/// Allocates (`ptr` null), frees (`new` zero) or reallocates on the heap `which` (0..=4 a raw
 /// heap over an index, any other the global allocator).
 ///
 /// # Safety
@@ -103,6 +106,7 @@ pub unsafe extern "C" fn exercise(
             1 => SPLAY.exercise(ptr, size, align, new),
             2 => HYBRID.exercise(ptr, size, align, new),
             3 => SEGREGATED.exercise(ptr, size, align, new),
+            4 => RED_BLACK.exercise(ptr, size, align, new),
             _ => {
                 let layout = Layout::from_size_align_unchecked(size, align);
                 match (ptr.is_null(), new) {
