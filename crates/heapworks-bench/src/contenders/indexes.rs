@@ -48,6 +48,8 @@ macro_rules! index_contenders {
 index_contenders! {
     /// The top-down splay tree with duplicate lists.
     Splay(SplayTree) = ("heapworks_splay", "heapworks (this workspace), SplayTree index"),
+    /// The red-black tree with duplicate lists, no parent pointer.
+    RedBlack(RedBlackTree) = ("heapworks_rbtree", "heapworks (this workspace), RedBlackTree index"),
     /// The exact bins below 2 KiB and the splay tree above.
     Hybrid(Hybrid) = ("heapworks_hybrid", "heapworks (this workspace), Hybrid index"),
     /// Seed 003's classic baseline.
