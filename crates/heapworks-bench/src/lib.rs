@@ -12,6 +12,8 @@
 //!   [`standings`]: where one allocator stands in it (rank, ratio to the best peer, verdict).
 //! - [`replay`]: allocation traces of real programs replayed on every contender.
 //! - [`instructions`]: instruction counts per call under valgrind (callgrind driver).
+//! - [`study`]: the free-index study (`bench --indexes`): heapworks on every free index
+//!   against dlmalloc and talc, as a selection and configuration of the runner.
 //! - [`registry`]: the one mechanism behind every named set (allocators, workloads, …).
 //! - [`region`], [`rng`], [`stats`], [`timing`]: the memory, seeds, order statistics and
 //!   clocks every workload shares.
@@ -33,6 +35,7 @@ pub mod rng;
 pub mod runner;
 pub mod standings;
 pub mod stats;
+pub mod study;
 pub mod timing;
 pub mod workloads;
 

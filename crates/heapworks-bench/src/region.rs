@@ -1,6 +1,7 @@
 //! The memory every arena contender is built over: one aligned, pre-touched region that is
 //! reused from trial to trial, so that no allocator pays page faults the others do not, and
-//! every allocator sees the same physical pages.
+//! every allocator sees the same physical pages. The workloads' own bookkeeping is pre-touched
+//! the same way ([`prefault_spare`]), so that no timed loop faults its pages in.
 
 use std::alloc::{alloc, dealloc, Layout};
 use std::fmt;
@@ -8,6 +9,19 @@ use std::ptr::NonNull;
 
 /// Page size assumed for pre-touching (one write per page faults every page in).
 const PAGE: usize = 4096;
+
+/// Writes `fill` once per page of `vec`'s spare capacity, so that pushes within it take no
+/// page fault (a fresh mapping is backed only on its first write, and whether a `Vec` gets
+/// fresh pages depends on the system allocator's history, i.e. on the order of the trials).
+pub fn prefault_spare<T: Copy>(vec: &mut Vec<T>, fill: T) {
+    let stride = (PAGE / std::mem::size_of::<T>().max(1)).max(1);
+    let spare = vec.spare_capacity_mut();
+    for slot in spare.iter_mut().step_by(stride) {
+        slot.write(fill);
+    }
+    // The writes are never read as values: keep the compiler from dropping them.
+    std::hint::black_box(spare);
+}
 
 /// An owned, writable, pre-touched block of memory.
 pub struct Region {

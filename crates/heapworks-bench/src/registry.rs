@@ -5,9 +5,10 @@
 //!
 //! Invariants: each variant's name and description are written once, beside the variant; the
 //! listing order ([`Registry::ALL`]) is the declaration order; `from_name` is exact (no case
-//! folding, no prefixes). A set may end with one variant carrying data (a contender
-//! registered at run time), named and described by an expression over it and left out of
-//! `ALL`.
+//! folding, no prefixes). A set may end with variants carrying data (a contender registered at
+//! run time, one of a sub-registry), each named and described by an expression over it and
+//! left out of `ALL`; one declared `found by LOOKUP` is found by name too (`LOOKUP(name)`
+//! gives its data), after the entries of `ALL`.
 
 /// A closed set of named entries.
 pub trait Registry: Copy + PartialEq + 'static {
@@ -20,7 +21,7 @@ pub trait Registry: Copy + PartialEq + 'static {
     /// One line on what the entry is or measures.
     fn description(self) -> &'static str;
 
-    /// The entry of [`ALL`](Self::ALL) called `name`.
+    /// The entry called `name`: one of [`ALL`](Self::ALL), or a data variant found by name.
     fn find(name: &str) -> Option<Self> {
         Self::ALL.iter().copied().find(|entry| entry.name() == name)
     }
@@ -41,7 +42,8 @@ pub trait Registry: Copy + PartialEq + 'static {
 
 /// Declares an enum and its registry: each variant with its name and description, written
 /// once. Generates the enum, inherent `ALL`, `name`, `description` and `from_name` (so
-/// callers need no trait in scope), the [`Registry`] impl and `Display` (the name).
+/// callers need no trait in scope), the [`Registry`] impl and `Display` (the name). Variants
+/// with data follow a `;` each (see the module docs).
 ///
 /// ```
 /// heapworks_bench::registry! {
@@ -72,13 +74,14 @@ macro_rules! registry {
                 ;
                 $(#[$other_meta:meta])*
                 $other:ident($binding:ident: $other_type:ty) => ($other_text:expr, $other_description:expr)
-            )?
+                $(, found by $lookup:path)?
+            )*
         }
     ) => {
         $(#[$meta])*
         $vis enum $name {
             $($(#[$variant_meta])* $variant,)*
-            $($(#[$other_meta])* $other($other_type),)?
+            $($(#[$other_meta])* $other($other_type),)*
         }
 
         impl $name {
@@ -89,7 +92,7 @@ macro_rules! registry {
             pub fn name(self) -> &'static str {
                 match self {
                     $($name::$variant => $text,)*
-                    $($name::$other($binding) => $other_text,)?
+                    $($name::$other($binding) => $other_text,)*
                 }
             }
 
@@ -97,13 +100,16 @@ macro_rules! registry {
             pub fn description(self) -> &'static str {
                 match self {
                     $($name::$variant => $description,)*
-                    $($name::$other($binding) => $other_description,)?
+                    $($name::$other($binding) => $other_description,)*
                 }
             }
 
-            /// The entry of [`ALL`](Self::ALL) called `name`.
+            /// The entry of [`ALL`](Self::ALL) called `name`, else the data variant declared
+            /// `found by` that knows the name.
             pub fn from_name(name: &str) -> Option<Self> {
-                <Self as $crate::registry::Registry>::find(name)
+                let found = Self::ALL.iter().copied().find(|entry| entry.name() == name);
+                $($(let found = found.or_else(|| $lookup(name).map($name::$other));)?)*
+                found
             }
         }
 
@@ -116,6 +122,10 @@ macro_rules! registry {
 
             fn description(self) -> &'static str {
                 $name::description(self)
+            }
+
+            fn find(name: &str) -> Option<Self> {
+                $name::from_name(name)
             }
         }
 

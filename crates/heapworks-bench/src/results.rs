@@ -182,6 +182,16 @@ pub enum Plot {
     Percentiles(Vec<String>),
     /// Lines of the primary metric against size: each case with its size in bytes.
     AgainstSize(Vec<(String, f64)>),
+    /// Growth with the problem's size: for each of `metrics`, its lines against each case's
+    /// `x` (e.g. seed 003's N), one line per allocator, both axes logarithmic.
+    Growth {
+        /// What x counts, e.g. `N (blocks)`.
+        axis: String,
+        /// The metrics plotted, one figure each.
+        metrics: Vec<String>,
+        /// Each case with its x.
+        cases: Vec<(String, f64)>,
+    },
 }
 
 impl Environment {
@@ -776,6 +786,17 @@ mod tests {
                         WorkloadInfo {
                             description: String::new(),
                             plot: Plot::BarsOf(vec!["time".into()]),
+                        },
+                    ),
+                    (
+                        "g".into(),
+                        WorkloadInfo {
+                            description: String::new(),
+                            plot: Plot::Growth {
+                                axis: "N (blocks)".into(),
+                                metrics: vec!["total".into()],
+                                cases: vec![("N = 5".into(), 5.0)],
+                            },
                         },
                     ),
                 ],

@@ -31,7 +31,7 @@ pub struct UnknownName(pub String);
 impl fmt::Display for UnknownName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let workloads: Vec<&str> = WorkloadId::ALL.iter().map(|w| w.name()).collect();
-        let allocators: Vec<&str> = AllocatorId::ALL.iter().map(|a| a.name()).collect();
+        let allocators: Vec<&str> = AllocatorId::nameable().iter().map(|a| a.name()).collect();
         write!(
             f,
             "{}\n  workloads: {}\n  allocators: {}",
@@ -54,10 +54,24 @@ pub fn unknown_term_message(term: &str, kinds: &str) -> String {
 impl std::error::Error for UnknownName {}
 
 impl Selection {
+    /// Every timed workload on every contender of [`AllocatorId::ALL`]: a normal `bench`.
+    pub fn everything() -> Self {
+        Self {
+            workloads: WorkloadId::TIMED.to_vec(),
+            allocators: AllocatorId::ALL.to_vec(),
+        }
+    }
+
     /// Reads filter terms (each a workload or allocator name; commas separate several).
     /// Without workload terms every timed workload runs; without allocator terms every
-    /// allocator does.
+    /// allocator of [`AllocatorId::ALL`] does.
     pub fn from_filter(terms: &[String]) -> Result<Self, UnknownName> {
+        Self::from_filter_or(terms, &Self::everything())
+    }
+
+    /// As [`from_filter`](Self::from_filter), but without workload (allocator) terms the
+    /// workloads (allocators) of `defaults` run.
+    pub fn from_filter_or(terms: &[String], defaults: &Selection) -> Result<Self, UnknownName> {
         let mut workloads = Vec::new();
         let mut allocators = Vec::new();
         let names = filter_terms(terms).ok_or_else(|| UnknownName(String::new()))?;
@@ -71,8 +85,12 @@ impl Selection {
             }
         }
         Ok(Self {
-            workloads: in_canonical_order(workloads, WorkloadId::TIMED, WorkloadId::ALL),
-            allocators: in_canonical_order(allocators, AllocatorId::ALL, AllocatorId::ALL),
+            workloads: in_canonical_order(workloads, &defaults.workloads, WorkloadId::ALL),
+            allocators: in_canonical_order(
+                allocators,
+                &defaults.allocators,
+                &AllocatorId::nameable(),
+            ),
         })
     }
 

@@ -18,7 +18,7 @@ pub fn min_max(values: &[f64]) -> Option<(f64, f64)> {
 }
 
 /// The nearest-rank percentile `p` (0–100) of already sorted samples; `None` when empty.
-pub fn percentile(sorted_samples: &[u64], p: f64) -> Option<u64> {
+pub fn percentile<T: Copy>(sorted_samples: &[T], p: f64) -> Option<T> {
     let n = sorted_samples.len();
     if n == 0 {
         return None;
@@ -26,6 +26,12 @@ pub fn percentile(sorted_samples: &[u64], p: f64) -> Option<u64> {
     // The epsilon keeps float error (99.9 / 100 · 1000 = 999.000…1) from skipping a rank.
     let rank = (p * n as f64 / 100.0 - 1e-9).ceil() as usize;
     Some(sorted_samples[rank.clamp(1, n) - 1])
+}
+
+/// The nearest-rank 99th percentile of unsorted `samples`; `NAN` when there are none (the
+/// runner leaves non-finite values out of a cell).
+pub fn p99(samples: &[f64]) -> f64 {
+    percentile(&sorted(samples), 99.0).unwrap_or(f64::NAN)
 }
 
 fn sorted(values: &[f64]) -> Vec<f64> {
@@ -52,6 +58,9 @@ mod tests {
         assert_eq!(percentile(&samples, 99.9), Some(999));
         assert_eq!(percentile(&samples, 100.0), Some(1000));
         assert_eq!(percentile(&samples, 0.0), Some(1));
-        assert_eq!(percentile(&[], 50.0), None);
+        assert_eq!(percentile::<u64>(&[], 50.0), None);
+        let floats: Vec<f64> = (1..=1000).rev().map(f64::from).collect();
+        assert_eq!(p99(&floats), 990.0);
+        assert!(p99(&[]).is_nan());
     }
 }

@@ -13,7 +13,7 @@ use crate::malloc_bench::MallocWorkload;
 use crate::pool_bench::{sizes, PoolWorkload};
 use crate::replay;
 use crate::torture::cases::Section;
-use crate::workloads::WorkloadId;
+use crate::workloads::{insert_delete, WorkloadId};
 
 /// Describes every workload of `results` that they do not describe yet.
 pub fn annotate(results: &mut Results) {
@@ -45,10 +45,20 @@ fn described<R: Registry>(name: &str) -> Option<&'static str> {
     R::find(name).map(R::description)
 }
 
-/// Latency gets percentile lines per operation, `bench --pool`'s sizes time against size, a
-/// trace replay bars of interval time, average response and utilization only; every other
-/// workload bars of its primary metrics.
+/// Latency gets percentile lines per operation, `bench --pool`'s sizes time against size,
+/// seed 003's workloads time against N (log-log), a trace replay bars of interval time,
+/// average response and utilization only; every other workload bars of its primary metrics.
 fn plot(name: &str, results: &Results) -> Plot {
+    let seed_003 = [WorkloadId::InsertDelete, WorkloadId::ReallocCoalesce];
+    if seed_003.iter().any(|w| w.name() == name) {
+        return Plot::Growth {
+            axis: "N (blocks)".to_string(),
+            metrics: ["total", "response", "p99 response"]
+                .map(String::from)
+                .to_vec(),
+            cases: cases_with(results, name, insert_delete::blocks_of),
+        };
+    }
     if name == WorkloadId::Latency.name() {
         return Plot::Percentiles(vec!["allocate".to_string(), "free".to_string()]);
     }
@@ -56,16 +66,25 @@ fn plot(name: &str, results: &Results) -> Plot {
         return Plot::BarsOf(replay::PLOTTED.iter().map(|m| m.name.to_string()).collect());
     }
     if name == PoolWorkload::Sizes.name() {
-        let mut cases: Vec<(String, f64)> = Vec::new();
-        for cell in results.cells.iter().filter(|c| c.workload == name) {
-            let bytes = sizes::bytes_of(&cell.case);
-            if let Some(bytes) = bytes.filter(|_| !cases.iter().any(|(c, _)| *c == cell.case)) {
-                cases.push((cell.case.clone(), bytes as f64));
-            }
-        }
-        return Plot::AgainstSize(cases);
+        return Plot::AgainstSize(cases_with(results, name, sizes::bytes_of));
     }
     Plot::Bars
+}
+
+/// The cases of `workload` in `results` that `x_of` reads a number from, each once, with it.
+fn cases_with(
+    results: &Results,
+    workload: &str,
+    x_of: impl Fn(&str) -> Option<usize>,
+) -> Vec<(String, f64)> {
+    let mut cases: Vec<(String, f64)> = Vec::new();
+    for cell in results.cells.iter().filter(|c| c.workload == workload) {
+        let x = x_of(&cell.case);
+        if let Some(x) = x.filter(|_| !cases.iter().any(|(c, _)| *c == cell.case)) {
+            cases.push((cell.case.clone(), x as f64));
+        }
+    }
+    cases
 }
 
 #[cfg(test)]

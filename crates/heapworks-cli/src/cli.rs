@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::catalog;
-use crate::contenders::AllocatorId;
+use crate::contenders::{AllocatorId, IndexContender};
 use crate::gas::{self, GasArgs};
 use crate::gate;
 use crate::instructions;
@@ -24,6 +24,7 @@ use crate::report::{self, summary, table, Outputs};
 use crate::report_dir::default_report_dir;
 use crate::results::Results;
 use crate::runner::{self, Selection};
+use crate::study;
 use crate::torture_command::{torture_command, TortureArgs};
 use crate::trace_commands::{self, ReplayArgs, TraceArgs};
 use crate::workloads::{Config, Scale, WorkloadId};
@@ -127,6 +128,13 @@ struct BenchArgs {
     /// workloads, the variant names and the peers' malloc names).
     #[arg(long, conflicts_with_all = ["gate", "malloc", "instructions"])]
     pool: bool,
+    /// The free-index study: heapworks on every free index (heapworks = the default bins,
+    /// heapworks_splay, …) with dlmalloc and talc, on seed 003's insert-delete and
+    /// realloc-coalesce at N = 5k … 1M, the trace corpus, heap efficiency, random actions and
+    /// (not with --quick) instructions per call; --quick: N = 500 … 2000, seconds. `--filter`
+    /// still picks workloads or allocators.
+    #[arg(long, conflicts_with_all = ["gate", "malloc", "pool"])]
+    indexes: bool,
     #[command(flatten)]
     output: OutputArgs,
     /// Fail if heapworks' instruction counts grew past `--tolerance` against this results file
@@ -224,13 +232,19 @@ fn bench(args: BenchArgs) -> Result<(), String> {
     if args.pool {
         return bench_pool(&args);
     }
-    let config = config_of(&args);
+    let mut config = config_of(&args);
+    let defaults = if args.indexes {
+        config = study::configure(config);
+        study::selection(&config)
+    } else {
+        Selection::everything()
+    };
     let mut filter = args.filter.clone();
     let baseline = args.gate.as_deref().map(read_results).transpose()?;
     if args.instructions || baseline.is_some() {
         filter.push(WorkloadId::Instructions.name().to_string());
     }
-    let selection = Selection::from_filter(&filter).map_err(|e| e.to_string())?;
+    let selection = Selection::from_filter_or(&filter, &defaults).map_err(|e| e.to_string())?;
     let outputs = args.output.outputs("bench");
     outputs.check_writable().map_err(|e| e.to_string())?;
     if selection.wants_instructions() {
@@ -381,9 +395,11 @@ fn read_results(path: &Path) -> Result<Results, String> {
 
 fn listing() -> String {
     format!(
-        "workloads:\n{}allocators:\n{}bench --malloc workloads:\n{}bench --malloc mallocs:\n{}",
+        "workloads:\n{}allocators:\n{}heapworks on its other free indexes (bench --indexes, \
+         or by name):\n{}bench --malloc workloads:\n{}bench --malloc mallocs:\n{}",
         WorkloadId::listing(18),
         AllocatorId::listing(18),
+        IndexContender::listing(20),
         MallocWorkload::listing(19),
         CMalloc::listing(19)
     )

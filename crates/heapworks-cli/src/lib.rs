@@ -25,7 +25,7 @@
 //! so that code written against this crate keeps compiling.
 
 pub use heapworks_bench::{
-    contenders, instructions, region, replay, results, rng, runner, stats, timing, workloads,
+    contenders, instructions, region, replay, results, rng, runner, stats, study, timing, workloads,
 };
 pub use heapworks_malloc_bench as malloc_bench;
 pub use heapworks_pool_bench as pool_bench;

@@ -199,7 +199,7 @@ fn parse_allocators(names: &[String]) -> Result<Vec<AllocatorId>, String> {
         .iter()
         .map(|name| {
             AllocatorId::from_name(name.trim()).ok_or_else(|| {
-                let known: Vec<&str> = AllocatorId::ALL.iter().map(|a| a.name()).collect();
+                let known: Vec<&str> = AllocatorId::nameable().iter().map(|a| a.name()).collect();
                 format!("unknown allocator `{name}` (known: {})", known.join(", "))
             })
         })

@@ -1217,3 +1217,114 @@ fn assert_glance_summary(page: &str, table: &str) {
         .expect("terminal summary");
     assert_eq!(terminal.lines().skip(1).count(), links.len(), "{terminal}");
 }
+
+/// `bench --indexes --quick` (CI's run of the free-index study, seconds): every index of the
+/// registry and both reference peers in the results, seed 003's workloads at the quick N, and
+/// the HTML report drawing time against N for each. Nothing here reads a timing.
+#[test]
+fn index_study_quick_covers_every_index_and_the_n_axis() {
+    use heapworks_cli::contenders::AllocatorId;
+    use heapworks_cli::study;
+
+    let dir = scratch("indexes");
+    let json = dir.join("results.json");
+    let html = dir.join("html");
+    stdout_of_success(&[
+        "bench",
+        "--indexes",
+        "--quick",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        html.to_str().unwrap(),
+    ]);
+    let records: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let records = records.as_array().unwrap();
+    let measured = |workload: &str, allocator: &str| {
+        records.iter().any(|r| {
+            r["workload"] == workload && r["allocator"] == allocator && r["value"].is_number()
+        })
+    };
+    let mut contenders = AllocatorId::heapworks_on_every_index();
+    assert!(
+        contenders.len() >= 4,
+        "heapworks on bins, splay, hybrid, segregated at least"
+    );
+    contenders.extend(study::PEERS);
+    let page = std::fs::read_to_string(html.join("index.html")).unwrap();
+    for workload in study::WORKLOADS {
+        for allocator in &contenders {
+            assert!(
+                measured(workload.name(), allocator.name()),
+                "no {allocator} in {workload}"
+            );
+        }
+    }
+    for allocator in &contenders {
+        assert!(page.contains(allocator.name()), "report lacks {allocator}");
+    }
+    let normal_run_names = AllocatorId::ALL.iter().map(|a| a.name());
+    assert!(normal_run_names
+        .clone()
+        .all(|name| name != "heapworks_splay"));
+
+    for workload in ["insert_delete", "realloc_coalesce"] {
+        let cases: Vec<&str> = records
+            .iter()
+            .filter(|r| r["workload"] == workload && r["allocator"] == "heapworks")
+            .filter(|r| r["metric"] == "total")
+            .map(|r| r["case"].as_str().unwrap())
+            .collect();
+        let expected: Vec<String> = study::QUICK_BLOCK_COUNTS
+            .iter()
+            .map(|n| format!("N = {n}"))
+            .collect();
+        assert_eq!(cases, expected, "{workload}'s N axis");
+        let plot = records
+            .iter()
+            .find(|r| r["case"] == "workload" && r["allocator"] == workload)
+            .map(|r| &r["value"]["plot"]["growth"])
+            .unwrap();
+        let xs: Vec<f64> = plot["cases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c[1].as_f64().unwrap())
+            .collect();
+        let quick_n: Vec<f64> = study::QUICK_BLOCK_COUNTS
+            .iter()
+            .map(|&n| n as f64)
+            .collect();
+        assert_eq!(xs, quick_n, "{workload}'s plot has the N axis");
+        assert!(
+            page.contains(&format!(
+                "{workload}: total against N (blocks) (ms, log-log)"
+            )),
+            "no time-against-N plot for {workload}"
+        );
+    }
+}
+
+/// The index contenders are taken by name where any contender is, and listed.
+#[test]
+fn index_contenders_are_listed_and_taken_by_name() {
+    let listing = stdout_of_success(&["list"]);
+    for name in [
+        "heapworks_splay",
+        "heapworks_hybrid",
+        "heapworks_segregated",
+    ] {
+        assert!(listing.contains(name), "{name} missing:\n{listing}");
+    }
+    let table = stdout_of_success(&[
+        "replay",
+        corpus("sort.hwt").to_str().unwrap(),
+        "--alloc",
+        "heapworks,heapworks_splay",
+        "--trials",
+        "1",
+        "--no-html",
+    ]);
+    assert!(table.contains("heapworks_splay"), "{table}");
+}

@@ -104,8 +104,7 @@ pub fn register<H: RawHeap + 'static>(
         )));
     }
     let mut registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
-    let taken = AllocatorId::ALL.iter().any(|a| a.name() == name)
-        || registered.iter().any(|c| c.name == name);
+    let taken = AllocatorId::from_name(name).is_some() || registered.iter().any(|c| c.name == name);
     if taken {
         return Err(SetupError(format!(
             "a contender is already called `{name}`"

@@ -43,6 +43,7 @@ pub mod custom;
 pub mod dlmalloc;
 pub mod galloc;
 pub mod heapworks;
+pub mod indexes;
 pub mod linked_list;
 pub mod rlsf;
 pub mod system;
@@ -54,6 +55,8 @@ use std::marker::PhantomData;
 use std::ptr;
 
 use crate::region::Region;
+
+pub use indexes::IndexContender;
 
 crate::registry! {
     /// One contender of the benchmark: its name, and as its description the crate and exact
@@ -79,6 +82,10 @@ crate::registry! {
         /// The platform allocator (`std::alloc::System`), unbounded: only where a workload
         /// allows.
         System = ("system", "std::alloc::System (the platform malloc)");
+        /// heapworks on another free index than the default (not in `ALL`: run by
+        /// `bench --indexes` or by name; see [`indexes`]).
+        HeapworksOn(index: IndexContender) => (index.name(), index.description()),
+            found by IndexContender::from_name;
         /// An allocator from outside this crate, added with [`custom::register`] (not in
         /// `ALL`, found by [`custom::find`]).
         Custom(contender: &'static custom::CustomContender) => (contender.name(), contender.version())
@@ -95,8 +102,33 @@ impl AllocatorId {
     pub fn is_pinned_peer(self) -> bool {
         !matches!(
             self,
-            AllocatorId::Heapworks | AllocatorId::System | AllocatorId::Custom(_)
+            AllocatorId::Heapworks
+                | AllocatorId::HeapworksOn(_)
+                | AllocatorId::System
+                | AllocatorId::Custom(_)
         )
+    }
+
+    /// heapworks on its default index, then on every other one: the contenders of the
+    /// free-index study.
+    pub fn heapworks_on_every_index() -> Vec<AllocatorId> {
+        let others = IndexContender::ALL.iter().copied();
+        std::iter::once(AllocatorId::Heapworks)
+            .chain(others.map(AllocatorId::HeapworksOn))
+            .collect()
+    }
+
+    /// Every contender a name can select, in the order of the report's columns: heapworks on
+    /// every index, then the rest of [`ALL`](Self::ALL) (registered contenders aside).
+    pub fn nameable() -> Vec<AllocatorId> {
+        let mut all = Self::heapworks_on_every_index();
+        let rest: Vec<AllocatorId> = Self::ALL
+            .iter()
+            .copied()
+            .filter(|a| !all.contains(a))
+            .collect();
+        all.extend(rest);
+        all
     }
 
     /// Whether the allocator manages a fixed region (every contender but the system's).
@@ -283,6 +315,7 @@ pub fn with_allocator<U: UseAllocator>(
             run_over::<buddy_alloc::BuddyAllocHeap, U>(region, heap_len, work)
         }
         AllocatorId::System => run_over::<system::SystemHeap, U>(region, heap_len, work),
+        AllocatorId::HeapworksOn(index) => index.with_heap(region, heap_len, work),
         AllocatorId::Custom(contender) => {
             let arena = Arena::over_with(contender.heap(), region, heap_len)?;
             Ok(work.run(&*arena))

@@ -4,6 +4,7 @@
 use std::alloc::{GlobalAlloc, Layout};
 
 use crate::contenders::{Arena, RawHeap};
+use crate::region::prefault_spare;
 
 use super::Failure;
 
@@ -58,11 +59,16 @@ pub struct LiveBlocks {
 }
 
 impl LiveBlocks {
-    /// An empty set with room for `capacity` blocks (allocated outside the timed region).
+    /// An empty set with room for `capacity` blocks, allocated and faulted in outside the
+    /// timed region ([`prefault_spare`]).
     pub fn with_capacity(capacity: usize) -> Self {
-        Self {
-            blocks: Vec::with_capacity(capacity),
-        }
+        let mut blocks = Vec::with_capacity(capacity);
+        let placeholder = Block {
+            ptr: std::ptr::null_mut(),
+            layout: Layout::new::<u8>(),
+        };
+        prefault_spare(&mut blocks, placeholder);
+        Self { blocks }
     }
 
     /// Number of live blocks.

@@ -4,15 +4,17 @@
 //! Untimed, 2N blocks of 16–256 B are allocated. Timed, every other block is freed (N frees
 //! that cannot coalesce, since their neighbours stay allocated), then N blocks of the same
 //! distribution are allocated. Reports the total time and the average response time per
-//! request, and each phase's average. Only arenas take part (the question is about
+//! request, each phase's average, and the 99th percentile of the responses of one request in
+//! eight, each timed alone ([`SampledPhase`]). Only arenas take part (the question is about
 //! free-structure growth inside a bounded heap).
 
 use std::alloc::Layout;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::contenders::{Arena, RawHeap, UseAllocator};
 use crate::rng::Rng;
-use crate::timing::Deadline;
+use crate::stats::p99;
+use crate::timing::{Deadline, SampledPhase};
 
 use super::blocks::{Block, LiveBlocks};
 use super::{mib, run_trial, Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
@@ -22,16 +24,33 @@ pub const REQUESTS_PER_CLOCK_CHECK: usize = 256;
 /// Smallest and largest block size drawn.
 pub const SIZES: (usize, usize) = (16, 256);
 
-const METRICS: [MetricSpec; 4] = [
+const METRICS: [MetricSpec; 5] = [
     MetricSpec::primary("total", "ms", Better::Lower),
     MetricSpec::primary("response", "ns/request", Better::Lower),
     MetricSpec::secondary("free response", "ns/request", Better::Lower),
     MetricSpec::secondary("allocate response", "ns/request", Better::Lower),
+    P99_RESPONSE,
 ];
 
-/// The block counts N of a run at this scale.
-pub fn block_counts(config: &Config) -> &'static [usize] {
-    config.pick(&[1_000], &[10_000, 100_000], &[10_000, 100_000, 1_000_000])
+/// The 99th percentile of the sampled responses (seed 003's workloads).
+pub const P99_RESPONSE: MetricSpec = MetricSpec::secondary("p99 response", "ns", Better::Lower);
+
+/// The block counts N of a run: [`Config::block_counts`] when given, else the scale's.
+pub fn block_counts(config: &Config) -> &[usize] {
+    match &config.block_counts {
+        Some(counts) => counts,
+        None => config.pick(&[1_000], &[10_000, 100_000], &[10_000, 100_000, 1_000_000]),
+    }
+}
+
+/// The name of the case of N = `blocks`.
+pub fn case_name(blocks: usize) -> String {
+    format!("N = {blocks}")
+}
+
+/// The N of a case named by [`case_name`].
+pub fn blocks_of(case: &str) -> Option<usize> {
+    case.strip_prefix("N = ")?.parse().ok()
 }
 
 /// Heap for 2N blocks of up to 256 B and their growth: 1 KiB per N, at least 32 MiB.
@@ -68,7 +87,7 @@ pub fn cases_per_block_count<T: UseAllocator<Output = TrialOutcome> + 'static>(
             let heap_len = heap_len_for(blocks);
             Case {
                 workload,
-                name: format!("N = {blocks}"),
+                name: case_name(blocks),
                 heap_len,
                 arena_only: true,
                 metrics: metrics.to_vec(),
@@ -169,10 +188,11 @@ impl UseAllocator for Trial {
         let mut live = LiveBlocks::with_capacity(self.blocks * 2);
         kept.into_iter().for_each(|block| live.push(block));
 
-        let free_time = self.free_timed(arena, to_free, &mut live)?;
-        let allocate_time = self.allocate_timed(arena, &mut rng, &mut live)?;
+        let (free_time, mut samples) = self.free_timed(arena, to_free, &mut live)?;
+        let (allocate_time, allocate_samples) = self.allocate_timed(arena, &mut rng, &mut live)?;
         live.verify_sample()?;
         live.release(arena);
+        samples.extend(allocate_samples);
 
         let total = free_time + allocate_time;
         let per_request =
@@ -182,9 +202,13 @@ impl UseAllocator for Trial {
             per_request(total, self.blocks * 2),
             per_request(free_time, self.blocks),
             per_request(allocate_time, self.blocks),
+            p99(&samples),
         ])
     }
 }
+
+/// A timed phase's length and its sampled responses (ns).
+type Timed = Result<(Duration, Vec<f64>), Failure>;
 
 impl Trial {
     fn free_timed<H: RawHeap>(
@@ -192,15 +216,19 @@ impl Trial {
         arena: &Arena<'_, H>,
         to_free: Vec<Block>,
         live: &mut LiveBlocks,
-    ) -> Result<Duration, Failure> {
-        let start = Instant::now();
-        match free_within(arena, to_free, &self.deadline) {
-            Ok(()) => Ok(start.elapsed()),
-            Err(failure) => {
-                std::mem::take(live).release(arena);
-                Err(failure)
+    ) -> Timed {
+        let mut phase = SampledPhase::start(to_free.len());
+        let mut pending = to_free.into_iter();
+        while pending.len() > 0 {
+            for block in pending.by_ref().take(REQUESTS_PER_CLOCK_CHECK) {
+                phase.request(|| block.free(arena));
+            }
+            if pending.len() > 0 && self.deadline.passed() {
+                release_all(arena, pending.collect());
+                return Err(self.give_up(arena, live));
             }
         }
+        Ok(phase.finish())
     }
 
     fn allocate_timed<H: RawHeap>(
@@ -208,10 +236,11 @@ impl Trial {
         arena: &Arena<'_, H>,
         rng: &mut Rng,
         live: &mut LiveBlocks,
-    ) -> Result<Duration, Failure> {
-        let start = Instant::now();
+    ) -> Timed {
+        let mut phase = SampledPhase::start(self.blocks);
         for index in 0..self.blocks {
-            match Block::allocate(arena, random_layout(rng)) {
+            let layout = random_layout(rng);
+            match phase.request(|| Block::allocate(arena, layout)) {
                 Some(block) => live.push(block),
                 None => {
                     std::mem::take(live).release(arena);
@@ -222,7 +251,7 @@ impl Trial {
                 return Err(self.give_up(arena, live));
             }
         }
-        Ok(start.elapsed())
+        Ok(phase.finish())
     }
 
     fn give_up<H: RawHeap>(&self, arena: &Arena<'_, H>, live: &mut LiveBlocks) -> Failure {

@@ -153,6 +153,11 @@ pub struct Config {
     pub scale: Scale,
     /// The trace corpus of the [`WorkloadId::Traces`] workload.
     pub traces: PathBuf,
+    /// Seed 003's N ([`WorkloadId::InsertDelete`], [`WorkloadId::ReallocCoalesce`]) when not
+    /// the scale's: the free-index study ([`crate::study`]) gives its own.
+    pub block_counts: Option<Vec<usize>>,
+    /// The longest one trial may take when not the scale's ([`Config::trial_budget`]).
+    pub budget: Option<Duration>,
 }
 
 impl Config {
@@ -169,6 +174,8 @@ impl Config {
             duration: Duration::from_millis(duration_ms),
             scale,
             traces: traces::default_corpus(),
+            block_counts: None,
+            budget: None,
         }
     }
 
@@ -181,13 +188,16 @@ impl Config {
         }
     }
 
-    /// The longest one trial of one allocator may take before it is reported as timed out.
+    /// The longest one trial of one allocator may take before it is reported as timed out:
+    /// [`Config::budget`], else the scale's.
     pub fn trial_budget(&self) -> Duration {
-        self.pick(
-            Duration::from_secs(2),
-            Duration::from_secs(1),
-            Duration::from_secs(20),
-        )
+        self.budget.unwrap_or_else(|| {
+            self.pick(
+                Duration::from_secs(2),
+                Duration::from_secs(1),
+                Duration::from_secs(20),
+            )
+        })
     }
 }
 

@@ -4,29 +4,31 @@
 //! Untimed, 2N blocks of 16–256 B are allocated and every other one freed. Timed, every
 //! remaining block is reallocated once: up to `old + 1 ..= 2·old` with probability 55 %
 //! (the seed's slight skew towards growth), otherwise down to `old/2 .. old`. Reports the
-//! total time, the average response time and the share of reallocs that kept their address.
+//! total time, the average response time, the 99th percentile of the responses of one realloc
+//! in eight, each timed alone ([`SampledPhase`]), and the share of reallocs that kept their
+//! address.
 //! Only arenas take part.
-
-use std::time::Instant;
 
 use crate::contenders::{Arena, RawHeap, UseAllocator};
 use crate::rng::Rng;
-use crate::timing::Deadline;
+use crate::stats::p99;
+use crate::timing::{Deadline, SampledPhase};
 
 use super::blocks::{Block, LiveBlocks};
 use super::insert_delete::{
     allocate_sequence, cases_per_block_count, free_within, release_all, split_alternate,
-    REQUESTS_PER_CLOCK_CHECK,
+    P99_RESPONSE, REQUESTS_PER_CLOCK_CHECK,
 };
 use super::{Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
 
 /// Percent chance that a realloc grows the block.
 const GROW_PERCENT: usize = 55;
 
-const METRICS: [MetricSpec; 3] = [
+const METRICS: [MetricSpec; 4] = [
     MetricSpec::primary("total", "ms", Better::Lower),
     MetricSpec::primary("response", "ns/realloc", Better::Lower),
     MetricSpec::secondary("in place", "%", Better::Higher),
+    P99_RESPONSE,
 ];
 
 /// One case per N (the same N as insert-delete).
@@ -80,9 +82,9 @@ impl UseAllocator for Trial {
             .map(|b| resized(&mut rng, b.layout.size()))
             .collect();
 
-        let start = Instant::now();
-        let in_place = self.realloc_all(arena, &mut live, &targets);
-        let elapsed = start.elapsed();
+        let mut phase = SampledPhase::start(self.blocks);
+        let in_place = self.realloc_all(arena, &mut live, &targets, &mut phase);
+        let (elapsed, samples) = phase.finish();
         let in_place = match in_place {
             Ok(count) => count,
             Err(failure) => {
@@ -96,6 +98,7 @@ impl UseAllocator for Trial {
             elapsed.as_secs_f64() * 1e3,
             elapsed.as_secs_f64() * 1e9 / self.blocks as f64,
             in_place as f64 / self.blocks as f64 * 100.0,
+            p99(&samples),
         ])
     }
 }
@@ -107,11 +110,12 @@ impl Trial {
         arena: &Arena<'_, H>,
         live: &mut LiveBlocks,
         targets: &[usize],
+        phase: &mut SampledPhase,
     ) -> Result<usize, Failure> {
         let mut in_place = 0;
         for (index, (block, &target)) in live.as_mut_slice().iter_mut().zip(targets).enumerate() {
             let before: Block = *block;
-            if !block.reallocate(arena, target) {
+            if !phase.request(|| block.reallocate(arena, target)) {
                 return Err(Failure::OutOfMemory);
             }
             in_place += usize::from(before.ptr == block.ptr);

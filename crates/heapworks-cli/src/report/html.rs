@@ -198,7 +198,8 @@ fn workload_section(page: &Page<'_>, workload: &str, rows: &[Row<'_>]) -> String
 }
 
 /// The figures of a workload as its [`Plot`] says: percentile lines per operation, lines
-/// against size (linear and log-log), or grouped bars per plotted metric, one group per case.
+/// against size (linear and log-log), each growth metric against N (log-log), or grouped bars
+/// per plotted metric, one group per case.
 fn figures(page: &Page<'_>, workload: &str, plot: &Plot, rows: &[Row<'_>]) -> Vec<String> {
     let plotted: &dyn Fn(&Cell) -> bool = match plot {
         Plot::Percentiles(operations) => {
@@ -208,10 +209,25 @@ fn figures(page: &Page<'_>, workload: &str, plot: &Plot, rows: &[Row<'_>]) -> Ve
                 .collect();
         }
         Plot::AgainstSize(sizes) => {
-            let sizes: HashMap<&str, f64> = sizes.iter().map(|(c, b)| (c.as_str(), *b)).collect();
+            let axis = x_axis("size (bytes)", sizes);
+            let primary = |cell: &Cell| cell.primary;
             return [false, true]
                 .iter()
-                .map(|&log| size_lines(page, workload, rows, &sizes, log))
+                .map(|&log| lines_against(page, workload, rows, &axis, &primary, log))
+                .collect();
+        }
+        Plot::Growth {
+            axis,
+            metrics,
+            cases,
+        } => {
+            let axis = x_axis(axis, cases);
+            return metrics
+                .iter()
+                .map(|metric| {
+                    let of_metric = |cell: &Cell| cell.metric == *metric;
+                    lines_against(page, workload, rows, &axis, &of_metric, true)
+                })
                 .collect();
         }
         Plot::BarsOf(metrics) => &|cell: &Cell| metrics.contains(&cell.metric),
@@ -267,28 +283,48 @@ fn latency_lines(page: &Page<'_>, rows: &[Row<'_>], operation: &str) -> String {
     )
 }
 
-/// The primary metric against size, linear or log-log, one line per column; rows whose case
-/// has no size are left out.
-fn size_lines(
+fn x_axis<'a>(name: &'a str, cases: &'a [(String, f64)]) -> XAxis<'a> {
+    XAxis {
+        name,
+        xs: cases.iter().map(|(c, x)| (c.as_str(), *x)).collect(),
+    }
+}
+
+/// Where a line plot puts its rows: the x of each case (rows whose case has none are left
+/// out), and what x counts.
+struct XAxis<'a> {
+    /// The x label and the end of the title, e.g. `bytes` or `N (blocks)`.
+    name: &'a str,
+    /// Each case's x.
+    xs: HashMap<&'a str, f64>,
+}
+
+/// The rows `plotted` keeps (one metric) against `axis`, linear or log-log, one line per
+/// column.
+fn lines_against(
     page: &Page<'_>,
     workload: &str,
     rows: &[Row<'_>],
-    sizes: &HashMap<&str, f64>,
+    axis: &XAxis<'_>,
+    plotted: &dyn Fn(&Cell) -> bool,
     log: bool,
 ) -> String {
     let rows: Vec<(&Row<'_>, f64)> = rows
         .iter()
-        .filter(|r| r.first().primary)
-        .filter_map(|r| Some((r, *sizes.get(r.first().case.as_str())?)))
+        .filter(|r| plotted(r.first()))
+        .filter_map(|r| Some((r, *axis.xs.get(r.first().case.as_str())?)))
         .collect();
     let first = rows.first().map(|(r, _)| r.first());
     let (metric, unit) = first.map_or(("", ""), |c| (c.metric.as_str(), c.unit.as_str()));
     let scale = if log { "log-log" } else { "linear" };
-    let (rows, sizes): (Vec<&Row<'_>>, Vec<f64>) = rows.into_iter().unzip();
+    let (rows, xs): (Vec<&Row<'_>>, Vec<f64>) = rows.into_iter().unzip();
     plots::size_lines(
-        &format!("{workload}: {metric} against size ({unit}, {scale})"),
+        &format!(
+            "{workload}: {metric} against {} ({unit}, {scale})",
+            axis.name
+        ),
         unit,
-        &sizes,
+        (axis.name, &xs),
         &series_over(page, &rows),
         log,
     )

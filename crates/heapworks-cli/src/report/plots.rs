@@ -122,16 +122,23 @@ pub fn log_lines(title: &str, unit: &str, labels: &[&str], series: &[Series]) ->
     svg
 }
 
-/// Lines of values against sizes (bytes): the x and y axes logarithmic when `log` is set,
-/// linear otherwise (seed 002's two plots of time against size, one line per variant).
-pub fn size_lines(title: &str, unit: &str, sizes: &[f64], series: &[Series], log: bool) -> String {
+/// Lines of values against x values (sizes in bytes, counts): `(x label, xs)`; the x and y
+/// axes logarithmic when `log` is set, linear otherwise (seed 002's two plots of time against
+/// size, seed 003's time against N; one line per variant).
+pub fn size_lines(
+    title: &str,
+    unit: &str,
+    (x_desc, sizes): (&str, &[f64]),
+    series: &[Series],
+    log: bool,
+) -> String {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, HEIGHT)).into_drawing_area();
         let drawn = if log {
-            draw_size_lines_log(&root, title, unit, sizes, series)
+            draw_size_lines_log(&root, title, (unit, x_desc), sizes, series)
         } else {
-            draw_size_lines_linear(&root, title, unit, sizes, series)
+            draw_size_lines_linear(&root, title, (unit, x_desc), sizes, series)
         };
         if let Err(error) = drawn.and_then(|()| root.present().map_err(Into::into)) {
             return failed_plot(title, &error.to_string());
@@ -149,10 +156,10 @@ fn size_points(sizes: &[f64], one: &Series) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The mesh (sizes across, `unit` up) and one line per series, on linear or log axes.
+/// The mesh (`x_desc` across, `unit` up) and one line per series, on linear or log axes.
 fn size_mesh_and_lines<X, Y>(
     chart: &mut ChartContext<'_, SVGBackend<'_>, Cartesian2d<X, Y>>,
-    unit: &str,
+    (unit, x_desc): (&str, &str),
     sizes: &[f64],
     series: &[Series],
 ) -> DrawResult
@@ -162,7 +169,7 @@ where
 {
     chart
         .configure_mesh()
-        .x_desc("bytes")
+        .x_desc(x_desc)
         .x_label_formatter(&|v| super::format_value(*v))
         .y_label_formatter(&|v| super::format_value(*v))
         .y_desc(unit)
@@ -178,7 +185,7 @@ where
 fn draw_size_lines_linear(
     root: &DrawingArea<SVGBackend<'_>, Shift>,
     title: &str,
-    unit: &str,
+    axes: (&str, &str),
     sizes: &[f64],
     series: &[Series],
 ) -> DrawResult {
@@ -190,13 +197,13 @@ fn draw_size_lines_linear(
         .x_label_area_size(36)
         .y_label_area_size(64)
         .build_cartesian_2d(0.0..right * 1.02, 0.0..max_value(series) * 1.1)?;
-    size_mesh_and_lines(&mut chart, unit, sizes, series)
+    size_mesh_and_lines(&mut chart, axes, sizes, series)
 }
 
 fn draw_size_lines_log(
     root: &DrawingArea<SVGBackend<'_>, Shift>,
     title: &str,
-    unit: &str,
+    axes: (&str, &str),
     sizes: &[f64],
     series: &[Series],
 ) -> DrawResult {
@@ -217,7 +224,7 @@ fn draw_size_lines_log(
             (left.min(right) / 1.5..right * 1.5).log_scale(),
             (bottom..max_value(series) * 2.0).log_scale(),
         )?;
-    size_mesh_and_lines(&mut chart, unit, sizes, series)
+    size_mesh_and_lines(&mut chart, axes, sizes, series)
 }
 
 fn draw_lines(
@@ -338,7 +345,7 @@ mod tests {
     #[test]
     fn size_lines_render_linear_and_log() {
         for log in [false, true] {
-            let svg = size_lines("time", "ns", &[4.0, 1e6], &series(), log);
+            let svg = size_lines("time", "ns", ("bytes", &[4.0, 1e6]), &series(), log);
             assert!(svg.starts_with("<svg"), "{svg}");
             assert!(svg.contains("<polyline") || svg.contains("<path"), "{svg}");
         }
