@@ -68,7 +68,8 @@ enum Command {
     /// The malloc torture test: contract, threads, fork, exhaustion, seed 004's patterns and
     /// misuse under every C malloc, and the arenas in-process; a scorecard per allocator.
     Torture(TortureArgs),
-    /// Gas per allocator call on wasm32 under Gear's price list: runs `heapworks-gas ARGS...`.
+    /// Gas per allocator call on wasm32 under Gear's price list: runs `heapworks-gas ARGS...`
+    /// and draws its HTML report (`--render RESULTS.json`: the report of an earlier run).
     Gas(GasArgs),
     /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
     #[command(hide = true, name = "instructions-probe")]

@@ -5,8 +5,10 @@
 //! measures and how to plot it come with the results ([`crate::catalog`] writes them). Files
 //! are written atomically (a temporary file renamed into place), and every destination is
 //! checked before a run starts, so that a bad path fails fast and leaves nothing behind.
+//! [`gas`] draws the HTML report of `heapworks gas` from heapworks-gas's own results file.
 
 pub mod csv;
+pub mod gas;
 pub mod html;
 pub mod json;
 pub mod plots;
