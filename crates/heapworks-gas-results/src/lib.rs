@@ -141,6 +141,20 @@ pub fn percent(part: u64, whole: u64) -> String {
     }
 }
 
+/// How a row of the seed's table shows a kind of call, given the scenario's total gas.
+pub type SeedCell = fn(&CallStats, u64) -> String;
+
+/// The rows of seed 000's table, in its order: each kind of call (a column) shown as average,
+/// minimum, maximum, count, total, and share of the scenario's total gas.
+pub const SEED_ROWS: [(&str, SeedCell); 6] = [
+    ("avg", |c, _| group_digits(c.avg())),
+    ("min", |c, _| group_digits(c.min)),
+    ("max", |c, _| group_digits(c.max)),
+    ("count", |c, _| c.count.to_string()),
+    ("total", |c, _| group_digits(c.total)),
+    ("% of total gas", |c, total| percent(c.total, total)),
+];
+
 impl Results {
     /// An empty run in this schema.
     pub fn new(quick: bool, weights: &str, reference: &str) -> Self {

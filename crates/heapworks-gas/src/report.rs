@@ -8,12 +8,9 @@
 
 pub use heapworks_gas_results::{GuestResults, Results};
 
-use heapworks_gas_results::{group_digits as gas, percent};
+use heapworks_gas_results::{group_digits as gas, SEED_ROWS};
 
-use crate::measure::{CallStats, Outcome};
-
-/// How a row of the seed's table shows a kind of call, given the scenario's total gas.
-type Cell = fn(&CallStats, u64) -> String;
+use crate::measure::Outcome;
 
 /// The seed's table for one guest on one scenario.
 pub fn seed_table(guest: &str, scenario: &str, o: &Outcome) -> String {
@@ -22,15 +19,7 @@ pub fn seed_table(guest: &str, scenario: &str, o: &Outcome) -> String {
     let mut s = format!(
         "#### {guest}: {scenario}\n| | malloc | calloc | realloc | free |\n|---|---|---|---|---|\n"
     );
-    let rows: [(&str, Cell); 6] = [
-        ("avg", |c, _| gas(c.avg())),
-        ("min", |c, _| gas(c.min)),
-        ("max", |c, _| gas(c.max)),
-        ("count", |c, _| c.count.to_string()),
-        ("total", |c, _| gas(c.total)),
-        ("% of total gas", |c, t| percent(c.total, t)),
-    ];
-    for (label, cell) in rows {
+    for (label, cell) in SEED_ROWS {
         s.push_str(&format!("| {label} |"));
         for (_, stats) in kinds {
             s.push_str(&format!(" {} |", cell(stats, total)));

@@ -11,7 +11,7 @@
 
 use std::fmt::Write;
 
-use heapworks_gas_results::{group_digits, percent, GuestResults, Outcome, Results};
+use heapworks_gas_results::{group_digits, percent, GuestResults, Outcome, Results, SEED_ROWS};
 
 use super::html::{colour_legend, escape, STYLE};
 use super::plots::{grouped_bars, Series};
@@ -306,18 +306,10 @@ fn seed_table(guest: &str, o: &Outcome) -> String {
          <th>free</th></tr>\n",
         escape(guest)
     );
-    let rows: [(&str, &dyn Fn(&heapworks_gas_results::CallStats) -> String); 6] = [
-        ("avg", &|c| group_digits(c.avg())),
-        ("min", &|c| group_digits(c.min)),
-        ("max", &|c| group_digits(c.max)),
-        ("count", &|c| c.count.to_string()),
-        ("total", &|c| group_digits(c.total)),
-        ("% of total gas", &|c| percent(c.total, total)),
-    ];
-    for (label, cell) in rows {
+    for (label, cell) in SEED_ROWS {
         let _ = write!(html, "<tr><td>{label}</td>");
         for (_, stats) in &calls {
-            let _ = write!(html, "<td>{}</td>", cell(stats));
+            let _ = write!(html, "<td>{}</td>", cell(stats, total));
         }
         html.push_str("</tr>\n");
     }
