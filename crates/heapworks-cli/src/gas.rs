@@ -32,7 +32,8 @@ pub struct GasArgs {
     /// Draw the report of this results file (heapworks-gas --json) instead of running.
     #[arg(long, value_name = "RESULTS.json", conflicts_with = "args")]
     render: Option<PathBuf>,
-    /// Arguments for heapworks-gas (`heapworks gas -- --help` shows its own help).
+    /// Arguments for heapworks-gas, after this command's own options (`heapworks gas -- --help`
+    /// shows the program's help).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     args: Vec<String>,
 }
@@ -113,14 +114,7 @@ fn run(args: &[String]) -> Result<(), String> {
 
 /// Reads a heapworks-gas results file, at most [`MAX_BYTES`].
 pub fn read_results(path: &Path) -> Result<Results, String> {
-    let bytes = heapworks_trace::bounded::read(path, MAX_BYTES, "a heapworks-gas results file")
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        format!(
-            "{}: not a heapworks-gas results file (not UTF-8)",
-            path.display()
-        )
-    })?;
+    let text = report::read_text(path, MAX_BYTES, "heapworks-gas results file")?;
     Results::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 

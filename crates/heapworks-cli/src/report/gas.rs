@@ -109,16 +109,23 @@ impl<'a> Report<'a> {
         scenarios: &[usize],
         value: &dyn Fn(&Outcome, usize) -> Option<f64>,
     ) -> Vec<Series> {
+        self.series_of(&|guest| {
+            scenarios
+                .iter()
+                .map(|&i| value(&guest.scenarios[i].1, i))
+                .collect()
+        })
+    }
+
+    /// One series per guest, in its colour: the values `values` gives of it.
+    fn series_of(&self, values: &dyn Fn(&GuestResults) -> Vec<Option<f64>>) -> Vec<Series> {
         self.results
             .guests
             .iter()
             .enumerate()
             .map(|(colour, guest)| Series {
                 name: guest.guest.clone(),
-                values: scenarios
-                    .iter()
-                    .map(|&i| value(&guest.scenarios[i].1, i))
-                    .collect(),
+                values: values(guest),
                 colour,
             })
             .collect()
@@ -239,17 +246,8 @@ impl<'a> Report<'a> {
         }
         html.push_str("</table>\n");
         let labels = ["raw".to_string(), "wasm-opt -Oz".to_string()];
-        let series: Vec<Series> = self
-            .results
-            .guests
-            .iter()
-            .enumerate()
-            .map(|(colour, g)| Series {
-                name: g.guest.clone(),
-                values: vec![Some(g.code_bytes as f64), g.code_bytes_oz.map(|b| b as f64)],
-                colour,
-            })
-            .collect();
+        let series =
+            self.series_of(&|g| vec![Some(g.code_bytes as f64), g.code_bytes_oz.map(|b| b as f64)]);
         let svg = grouped_bars("code size", "bytes", &labels, &series);
         let _ = writeln!(html, "<figure>{svg}</figure></section>");
         html
@@ -262,22 +260,13 @@ impl<'a> Report<'a> {
             .iter()
             .map(|(kind, _)| kind.to_string())
             .collect();
-        let series: Vec<Series> = self
-            .results
-            .guests
-            .iter()
-            .enumerate()
-            .map(|(colour, g)| Series {
-                name: g.guest.clone(),
-                values: g.scenarios[index]
-                    .1
-                    .calls()
-                    .iter()
-                    .map(|(_, c)| (c.count > 0).then(|| c.avg() as f64))
-                    .collect(),
-                colour,
-            })
-            .collect();
+        let series = self.series_of(&|g| {
+            let calls = g.scenarios[index].1.calls();
+            calls
+                .iter()
+                .map(|(_, c)| (c.count > 0).then(|| c.avg() as f64))
+                .collect()
+        });
         let svg = grouped_bars(
             &format!("{scenario}: average gas per call"),
             "gas",

@@ -165,6 +165,14 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> 
     })
 }
 
+/// The text of the file at `path`, refused past `limit` bytes or when not UTF-8; `what` names
+/// the kind of file in the error (e.g. "heapworks results file").
+pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, String> {
+    let bytes = heapworks_trace::bounded::read(path, limit, &format!("a {what}"))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not a {what} (not UTF-8)", path.display()))
+}
+
 /// A number with about three significant digits, as in the tables.
 pub fn format_value(value: f64) -> String {
     let magnitude = value.abs();
