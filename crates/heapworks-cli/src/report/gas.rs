@@ -17,12 +17,16 @@ use super::html::{colour_legend, escape, STYLE};
 use super::plots::{grouped_bars, Series};
 use super::{format_ratio, format_value};
 
+/// The gas tables hold numbers from their second column on (the bench's style sheet aligns
+/// its first three columns left).
+const NUMBERS: &str = "table.gas td:nth-child(n+2),table.gas th:nth-child(n+2){text-align:right}";
+
 /// The whole report as one HTML document.
 pub fn render(results: &Results) -> String {
     let report = Report::of(results);
     let mut html = format!(
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-         <title>heapworks gas</title><style>{STYLE}</style></head><body>\n\
+         <title>heapworks gas</title><style>{STYLE}{NUMBERS}</style></head><body>\n\
          <h1>heapworks gas</h1>\n{}{}",
         report.environment(),
         colour_legend(&report.guests)
@@ -169,15 +173,20 @@ impl<'a> Report<'a> {
                 let _ = writeln!(html, "<figure>{svg}</figure>");
             }
         }
-        html.push_str(&self.matrix(|o| o.allocation_gas(), true));
+        html.push_str(&self.matrix(|o| o.allocation_gas()));
+        html.push_str(
+            "<p>The instructions' gas alone (Gear's page charges, which dominate a first call, \
+             left out):</p>\n",
+        );
+        html.push_str(&self.matrix(|o| o.instruction_gas));
         html.push_str("</section>\n");
         html
     }
 
     /// A table of every guest on every scenario: `value` grouped by thousands, with the ratio
-    /// to the reference when `ratios`.
-    fn matrix(&self, value: fn(&Outcome) -> u64, ratios: bool) -> String {
-        let mut html = String::from("<table><tr><th>scenario</th>");
+    /// to the reference when the run has one.
+    fn matrix(&self, value: fn(&Outcome) -> u64) -> String {
+        let mut html = String::from("<table class=\"gas\"><tr><th>scenario</th>");
         for guest in &self.guests {
             let _ = write!(html, "<th>{}</th>", escape(guest));
         }
@@ -192,7 +201,7 @@ impl<'a> Report<'a> {
             for guest in &self.results.guests {
                 let v = value(&guest.scenarios[i].1);
                 let ratio = match base {
-                    Some(base) if ratios && base > 0 => format!(
+                    Some(base) if base > 0 => format!(
                         " <span class=\"ratio\">{}</span>",
                         format_ratio(v as f64 / base as f64)
                     ),
@@ -233,7 +242,7 @@ impl<'a> Report<'a> {
     fn code_size_section(&self) -> String {
         let mut html = String::from(
             "<section id=\"code-size\"><h2>Code size</h2>\
-             <table><tr><th>guest</th><th>.wasm bytes</th><th>after wasm-opt -Oz</th></tr>\n",
+             <table class=\"gas\"><tr><th>guest</th><th>.wasm bytes</th><th>after wasm-opt -Oz</th></tr>\n",
         );
         for guest in &self.results.guests {
             let oz = guest.code_bytes_oz.map_or("n/a".into(), group_digits);
@@ -291,7 +300,7 @@ fn seed_table(guest: &str, o: &Outcome) -> String {
     let total = o.total_gas();
     let calls = o.calls();
     let mut html = format!(
-        "<h3>{}</h3><table><tr><th></th><th>malloc</th><th>calloc</th><th>realloc</th>\
+        "<h3>{}</h3><table class=\"gas\"><tr><th></th><th>malloc</th><th>calloc</th><th>realloc</th>\
          <th>free</th></tr>\n",
         escape(guest)
     );
@@ -314,4 +323,46 @@ fn seed_table(guest: &str, o: &Outcome) -> String {
         format_value(o.pages_touched as f64)
     );
     html
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two guests on one micro scenario (no program around the calls).
+    fn results(reference: &str) -> Results {
+        let mut results = Results::new(true, "w", reference);
+        for (guest, gas) in [("heapworks", 30), ("dlmalloc", 60)] {
+            let mut outcome = Outcome::default();
+            outcome.malloc.add(gas);
+            outcome.instruction_gas = gas;
+            results.guests.push(GuestResults {
+                guest: guest.into(),
+                code_bytes: 100,
+                code_bytes_oz: None,
+                scenarios: vec![("steady 8 B".into(), outcome)],
+            });
+        }
+        results
+    }
+
+    #[test]
+    fn ratios_to_the_reference() {
+        let html = render(&results("dlmalloc"));
+        assert!(
+            html.contains("30 <span class=\"ratio\">×0.50</span>"),
+            "{html}"
+        );
+        assert!(html.contains("micro scenarios"));
+        assert!(!html.contains("seed 000&apos;s programs") && !html.contains("id=\"share\""));
+    }
+
+    #[test]
+    fn a_run_without_the_reference_has_no_ratios() {
+        let html = render(&results("upstream"));
+        assert!(html.contains("no ratios"));
+        assert!(!html.contains("×"), "no ratio anywhere");
+        // Code size and the scenario's bars are still drawn.
+        assert_eq!(html.matches("<svg").count(), 2);
+    }
 }
