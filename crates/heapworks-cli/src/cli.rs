@@ -68,7 +68,8 @@ enum Command {
     /// The malloc torture test: contract, threads, fork, exhaustion, seed 004's patterns and
     /// misuse under every C malloc, and the arenas in-process; a scorecard per allocator.
     Torture(TortureArgs),
-    /// Gas per allocator call on wasm32 under Gear's price list: runs `heapworks-gas ARGS...`.
+    /// Gas per allocator call on wasm32 under Gear's price list: runs `heapworks-gas ARGS...`
+    /// and draws its HTML report (`--render RESULTS.json`: the report of an earlier run).
     Gas(GasArgs),
     /// Internal: one fixed operation sequence, run under valgrind by `bench --instructions`.
     #[command(hide = true, name = "instructions-probe")]
@@ -382,14 +383,7 @@ fn rerender(args: &ReportArgs) -> Result<(), String> {
 pub const MAX_RESULTS_BYTES: u64 = 1 << 27;
 
 fn read_results(path: &Path) -> Result<Results, String> {
-    let bytes = heapworks_trace::bounded::read(path, MAX_RESULTS_BYTES, "a results file")
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let text = String::from_utf8(bytes).map_err(|_| {
-        format!(
-            "{}: not a heapworks results file (not UTF-8)",
-            path.display()
-        )
-    })?;
+    let text = report::read_text(path, MAX_RESULTS_BYTES, "heapworks results file")?;
     report::json::parse(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 

@@ -11,7 +11,7 @@
 //! - [`gate`]: the instruction-count regression gate against a baseline results file.
 //! - [`trace_commands`]: `heapworks trace` and `heapworks replay`.
 //! - [`gas`]: `heapworks gas`, which runs the separately licensed `heapworks-gas` binary (GPL-3.0,
-//!   never linked here).
+//!   never linked here) and draws its HTML report ([`report::gas`]) from the JSON it writes.
 //! - [`malloc_bench`] (the crate `heapworks-malloc-bench`, beside its C drivers): `heapworks
 //!   bench --malloc`, heapworks-malloc against the C mallocs (glibc, mimalloc, jemalloc,
 //!   tcmalloc) preloaded into the same programs.

@@ -29,7 +29,8 @@ struct Options {
     /// Print the seed's table for every guest and scenario.
     #[arg(long)]
     tables: bool,
-    /// Write the results as JSON.
+    /// Write the results as JSON (schema `heapworks-gas-results/1`, crate
+    /// heapworks-gas-results; `heapworks gas --render` draws its HTML report).
     #[arg(long, value_name = "PATH")]
     json: Option<PathBuf>,
     /// Write the results as CSV.
@@ -79,12 +80,11 @@ fn run(options: Options) -> Result<ExitCode, String> {
     let programs_dir = guests::build_programs()?;
     let scenarios = scenario::micro(options.quick);
     let programs = programs::seed_scenarios(options.quick);
-    let mut results = Results {
-        quick: options.quick,
-        weights: "Gear instruction weights v1900; page and syscall prices of ANCHORS §3 (v2000)"
-            .into(),
-        guests: Vec::new(),
-    };
+    let mut results = Results::new(
+        options.quick,
+        "Gear instruction weights v1900; page and syscall prices of ANCHORS §3 (v2000)",
+        REFERENCE,
+    );
     for guest in guests::GUESTS {
         if !options.guests.is_empty() && !options.guests.iter().any(|n| n == guest.name) {
             continue;
@@ -128,8 +128,7 @@ fn run(options: Options) -> Result<ExitCode, String> {
         }
     }
     if let Some(path) = &options.json {
-        let text = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
-        std::fs::write(path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+        std::fs::write(path, results.to_json()).map_err(|e| format!("{}: {e}", path.display()))?;
     }
     if let Some(path) = &options.csv {
         std::fs::write(path, report::csv(&results))
@@ -141,22 +140,18 @@ fn run(options: Options) -> Result<ExitCode, String> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The largest baseline file read (a results file of every guest is tens of KiB).
-const MAX_BASELINE_BYTES: u64 = 16 << 20;
-
 fn gate(results: &Results, path: &PathBuf, tolerance: f64) -> Result<ExitCode, String> {
     let size = std::fs::metadata(path)
         .map_err(|e| format!("{}: {e}", path.display()))?
         .len();
-    if size > MAX_BASELINE_BYTES {
+    if size > heapworks_gas_results::MAX_BYTES {
         return Err(format!(
             "{}: {size} bytes, more than a results file holds",
             path.display()
         ));
     }
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let baseline: Results = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not a results file: {e}", path.display()))?;
+    let baseline = Results::from_json(&text).map_err(|e| format!("{}: {e}", path.display()))?;
     let ours: Vec<&str> = guests::GUESTS
         .iter()
         .filter(|g| g.ours)

@@ -9,90 +9,34 @@
 
 use std::collections::HashMap;
 
-use serde::{Deserialize, Serialize};
+pub use heapworks_gas_results::{CallStats, Outcome};
 
 use crate::machine::{Cost, Machine};
 use crate::scenario::{Op, Scenario};
 
-/// The seed's columns for one kind of call.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq)]
-pub struct CallStats {
-    pub count: u64,
-    pub total: u64,
-    pub min: u64,
-    pub max: u64,
+/// Records a measured call of `op`.
+fn record(outcome: &mut Outcome, op: &Op, cost: Cost) {
+    let kind = match op {
+        Op::Malloc { .. } => 0,
+        Op::Calloc { .. } => 1,
+        Op::Realloc { .. } => 2,
+        Op::Free { .. } => 3,
+    };
+    record_kind(outcome, kind, cost);
 }
 
-impl CallStats {
-    fn add(&mut self, gas: u64) {
-        self.min = if self.count == 0 {
-            gas
-        } else {
-            self.min.min(gas)
-        };
-        self.max = self.max.max(gas);
-        self.count += 1;
-        self.total += gas;
-    }
-
-    /// The mean gas of a call (0 with no calls).
-    pub fn avg(&self) -> u64 {
-        self.total.checked_div(self.count).unwrap_or(0)
-    }
-}
-
-/// One guest on one scenario.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-pub struct Outcome {
-    pub malloc: CallStats,
-    pub calloc: CallStats,
-    pub realloc: CallStats,
-    pub free: CallStats,
-    /// Gas of the measured calls' instructions.
-    pub instruction_gas: u64,
-    /// Gas of the measured calls' syscalls and pages.
-    pub page_gas: u64,
-    /// Gear pages first accessed in a message by a measured call, summed over messages.
-    pub pages_touched: u64,
-    /// Gas of the program around the allocator calls (0 in the micro scenarios, which run
-    /// no program).
-    pub program_gas: u64,
-}
-
-impl Outcome {
-    /// Everything the measured calls cost.
-    pub fn allocation_gas(&self) -> u64 {
-        self.instruction_gas + self.page_gas
-    }
-
-    /// Everything spent: the allocator calls and the program around them.
-    pub fn total_gas(&self) -> u64 {
-        self.allocation_gas() + self.program_gas
-    }
-
-    fn record(&mut self, op: &Op, cost: Cost) {
-        let kind = match op {
-            Op::Malloc { .. } => 0,
-            Op::Calloc { .. } => 1,
-            Op::Realloc { .. } => 2,
-            Op::Free { .. } => 3,
-        };
-        self.record_kind(kind, cost);
-    }
-
-    /// Records a call of `kind` (0 malloc, 1 calloc, 2 realloc, 3 free).
-    fn record_kind(&mut self, kind: usize, cost: Cost) {
-        let stats = match kind {
-            0 => &mut self.malloc,
-            1 => &mut self.calloc,
-            2 => &mut self.realloc,
-            _ => &mut self.free,
-        };
-        stats.add(cost.total());
-        self.instruction_gas += cost.instructions;
-        self.page_gas += cost.host;
-        self.pages_touched += cost.pages;
-    }
+/// Records a call of `kind` (0 malloc, 1 calloc, 2 realloc, 3 free).
+fn record_kind(outcome: &mut Outcome, kind: usize, cost: Cost) {
+    let stats = match kind {
+        0 => &mut outcome.malloc,
+        1 => &mut outcome.calloc,
+        2 => &mut outcome.realloc,
+        _ => &mut outcome.free,
+    };
+    stats.add(cost.total());
+    outcome.instruction_gas += cost.instructions;
+    outcome.page_gas += cost.host;
+    outcome.pages_touched += cost.pages;
 }
 
 /// A live block: address, size, align, fill byte.
@@ -114,7 +58,7 @@ pub fn run(wasm: &[u8], scenario: &Scenario, max_pages: u32) -> Result<Outcome, 
         for step in message {
             let cost = apply(&mut machine, &mut live, &step.op)?;
             if step.measured {
-                outcome.record(&step.op, cost);
+                record(&mut outcome, &step.op, cost);
             }
         }
     }
@@ -153,7 +97,7 @@ pub fn run_program(
         let mut allocation = 0;
         for (kind, cost) in calls {
             allocation += cost.total();
-            outcome.record_kind(kind, cost);
+            record_kind(&mut outcome, kind, cost);
         }
         outcome.program_gas += whole.total() - allocation;
     }

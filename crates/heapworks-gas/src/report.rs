@@ -2,75 +2,24 @@
 //! gate against a baseline.
 //!
 //! Invariant: the JSON file holds everything the tables show, so a later run can gate
-//! against it (`--gate`) without re-running the baseline.
+//! against it (`--gate`) without re-running the baseline, and `heapworks gas` can draw the
+//! HTML report from it. Its schema is the crate `heapworks-gas-results` (permissively
+//! licensed, so that the `heapworks` command reads it without linking this GPL-3.0 crate).
 
-use serde::{Deserialize, Serialize};
+pub use heapworks_gas_results::{GuestResults, Results};
 
-use crate::measure::{CallStats, Outcome};
+use heapworks_gas_results::{group_digits as gas, SEED_ROWS};
 
-/// One guest's results.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct GuestResults {
-    pub guest: String,
-    pub code_bytes: u64,
-    /// After `wasm-opt -Oz`; `None` if binaryen was not available.
-    pub code_bytes_oz: Option<u64>,
-    pub scenarios: Vec<(String, Outcome)>,
-}
-
-/// A whole run.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Results {
-    pub quick: bool,
-    pub weights: String,
-    pub guests: Vec<GuestResults>,
-}
-
-/// Groups digits by thousands, as the seed's tables do.
-fn gas(value: u64) -> String {
-    let digits = value.to_string();
-    let mut out = String::new();
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(' ');
-        }
-        out.push(c);
-    }
-    out
-}
-
-fn percent(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "-".into()
-    } else {
-        format!("{:.2}%", part as f64 * 100.0 / whole as f64)
-    }
-}
-
-/// How a row of the seed's table shows a kind of call, given the scenario's total gas.
-type Cell = fn(&CallStats, u64) -> String;
+use crate::measure::Outcome;
 
 /// The seed's table for one guest on one scenario.
 pub fn seed_table(guest: &str, scenario: &str, o: &Outcome) -> String {
-    let kinds: [(&str, &CallStats); 4] = [
-        ("malloc", &o.malloc),
-        ("calloc", &o.calloc),
-        ("realloc", &o.realloc),
-        ("free", &o.free),
-    ];
+    let kinds = o.calls();
     let total = o.total_gas();
     let mut s = format!(
         "#### {guest}: {scenario}\n| | malloc | calloc | realloc | free |\n|---|---|---|---|---|\n"
     );
-    let rows: [(&str, Cell); 6] = [
-        ("avg", |c, _| gas(c.avg())),
-        ("min", |c, _| gas(c.min)),
-        ("max", |c, _| gas(c.max)),
-        ("count", |c, _| c.count.to_string()),
-        ("total", |c, _| gas(c.total)),
-        ("% of total gas", |c, t| percent(c.total, t)),
-    ];
-    for (label, cell) in rows {
+    for (label, cell) in SEED_ROWS {
         s.push_str(&format!("| {label} |"));
         for (_, stats) in kinds {
             s.push_str(&format!(" {} |", cell(stats, total)));
@@ -173,12 +122,7 @@ pub fn csv(results: &Results) -> String {
     );
     for guest in &results.guests {
         for (scenario, o) in &guest.scenarios {
-            for (call, c) in [
-                ("malloc", o.malloc),
-                ("calloc", o.calloc),
-                ("realloc", o.realloc),
-                ("free", o.free),
-            ] {
+            for (call, c) in o.calls() {
                 s.push_str(&format!(
                     "{},\"{}\",{call},{},{},{},{},{},{},{},{},{},{},{}\n",
                     guest.guest,

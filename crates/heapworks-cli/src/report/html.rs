@@ -13,7 +13,8 @@ use heapworks_bench::standings::standings;
 use super::plots::{self, Series};
 use super::{format_ratio, format_value, summary, table};
 
-const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1200px}\
+/// The reports' style sheet (also the gas report's, [`super::gas`]).
+pub const STYLE: &str = "body{font-family:sans-serif;margin:2em;color:#222;max-width:1200px}\
 table{border-collapse:collapse;margin:1em 0;font-size:13px}\
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}\
 th:nth-child(-n+3),td:nth-child(-n+3){text-align:left}\
@@ -348,8 +349,12 @@ fn series_over(page: &Page<'_>, rows: &[&Row<'_>]) -> Vec<Series> {
 
 /// The colour key shared by every plot (one colour per allocator column).
 fn legend(page: &Page<'_>) -> String {
-    let keys: Vec<String> = page
-        .allocators
+    colour_legend(&page.allocators)
+}
+
+/// A colour key: `names[i]` in series colour `i`, as the plots draw it.
+pub fn colour_legend(names: &[String]) -> String {
+    let keys: Vec<String> = names
         .iter()
         .enumerate()
         .map(|(index, name)| {

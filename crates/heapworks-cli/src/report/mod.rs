@@ -5,8 +5,10 @@
 //! measures and how to plot it come with the results ([`crate::catalog`] writes them). Files
 //! are written atomically (a temporary file renamed into place), and every destination is
 //! checked before a run starts, so that a bad path fails fast and leaves nothing behind.
+//! [`gas`] draws the HTML report of `heapworks gas` from heapworks-gas's own results file.
 
 pub mod csv;
+pub mod gas;
 pub mod html;
 pub mod json;
 pub mod plots;
@@ -161,6 +163,14 @@ pub fn write_atomically(path: &Path, contents: &str) -> Result<(), OutputError> 
         let _ = fs::remove_file(&temporary);
         OutputError::new(path, error)
     })
+}
+
+/// The text of the file at `path`, refused past `limit` bytes or when not UTF-8; `what` names
+/// the kind of file in the error (e.g. "heapworks results file").
+pub fn read_text(path: &Path, limit: u64, what: &str) -> Result<String, String> {
+    let bytes = heapworks_trace::bounded::read(path, limit, &format!("a {what}"))
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    String::from_utf8(bytes).map_err(|_| format!("{}: not a {what} (not UTF-8)", path.display()))
 }
 
 /// A number with about three significant digits, as in the tables.
