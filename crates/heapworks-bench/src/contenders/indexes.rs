@@ -37,7 +37,9 @@ macro_rules! index_contenders {
             ) -> Result<U::Output, SetupError> {
                 match self {
                     $(IndexContender::$variant => {
-                        run_over::<HeapworksHeap<::heapworks::$index>, U>(region, heap_len, work)
+                        run_over::<HeapworksHeap<::heapworks::Heap<::heapworks::$index>>, U>(
+                            region, heap_len, work,
+                        )
                     })*
                 }
             }
