@@ -133,6 +133,11 @@ fn heapworks_front_runs_heapworks_on_its_front() {
     let front = AllocatorId::from_name("heapworks_front").unwrap();
     let on_front = with_allocator(front, &mut region, 1 << 20, SlotsOfOneClass).unwrap();
     assert_eq!(on_front, [16, 16, 16]);
-    let plain = with_allocator(AllocatorId::Heapworks, &mut region, 1 << 20, SlotsOfOneClass);
+    let plain = with_allocator(
+        AllocatorId::Heapworks,
+        &mut region,
+        1 << 20,
+        SlotsOfOneClass,
+    );
     assert_eq!(plain.unwrap(), [32, 32, 32]);
 }
