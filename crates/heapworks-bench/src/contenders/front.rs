@@ -7,32 +7,17 @@
 //! heapworks with its peers only, never with its own front. Any command takes one by name
 //! (`--filter heapworks,heapworks_front`, `replay --alloc heapworks_front`), and
 //! [`AllocatorId::nameable`](super::AllocatorId::nameable) lists them. Each runs through the
-//! one heapworks adapter, [`HeapworksHeap`](super::heapworks::HeapworksHeap), on the front.
+//! one heapworks adapter, [`HeapworksHeap`](super::heapworks::HeapworksHeap), on the front
+//! (declared with `engine_contenders!` (in `heapworks.rs`)).
 
-use super::heapworks::HeapworksFrontHeap;
-use super::{run_over, SetupError, UseAllocator};
-use crate::region::Region;
+use heapworks::{Bins, FrontHeap};
 
-crate::registry! {
+use super::heapworks::engine_contenders;
+
+engine_contenders! {
     /// heapworks with its small-object front, over one free index.
-    #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
     pub enum FrontContender {
         /// The front over the default index, `Bins`.
-        Bins = ("heapworks_front", "heapworks (this workspace), FrontHeap (small-object front), Bins index"),
-    }
-}
-
-impl FrontContender {
-    /// Builds heapworks with this front over the first `heap_len` bytes of `region` and runs
-    /// `work` on it.
-    pub fn with_heap<U: UseAllocator>(
-        self,
-        region: &mut Region,
-        heap_len: usize,
-        work: U,
-    ) -> Result<U::Output, SetupError> {
-        match self {
-            FrontContender::Bins => run_over::<HeapworksFrontHeap, U>(region, heap_len, work),
-        }
+        Bins(FrontHeap<Bins>) = ("heapworks_front", "heapworks (this workspace), FrontHeap (small-object front), Bins index"),
     }
 }

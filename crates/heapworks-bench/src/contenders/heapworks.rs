@@ -3,7 +3,9 @@
 //!
 //! Invariants: one adapter, [`HeapworksHeap`], drives every heapworks engine through
 //! [`Engine`], which forwards to the core's methods of the same names and adds nothing, so
-//! two contenders built on different engines differ only by the engine.
+//! two contenders built on different engines differ only by the engine. The contenders beyond
+//! `heapworks` itself (other indexes, the front) are declared one line each with
+//! `engine_contenders!`, which derives their registry and dispatch.
 
 use std::alloc::Layout;
 use std::ptr::{self, NonNull};
@@ -84,9 +86,6 @@ forward_engine!(Heap, FrontHeap);
 /// heapworks on the engine `E`: by default the plain heap on the default free index.
 pub struct HeapworksHeap<E: Engine = Heap<Bins>>(E);
 
-/// heapworks with its small-object front, over the default free index.
-pub type HeapworksFrontHeap = HeapworksHeap<FrontHeap<Bins>>;
-
 impl<E: Engine> RawHeap for HeapworksHeap<E> {
     fn unclaimed() -> Self {
         Self(E::empty())
@@ -118,3 +117,45 @@ impl<E: Engine> RawHeap for HeapworksHeap<E> {
         .map_or(ptr::null_mut(), NonNull::as_ptr)
     }
 }
+
+/// Declares a set of heapworks contenders, one line each: `Variant(Engine) = ("name",
+/// "description")`, `Engine` an [`Engine`] type; derives the registry (names, descriptions,
+/// look-up) and `with_heap`, the dispatch to [`HeapworksHeap`] on that engine. The
+/// description says what is measured, as a crate version does for a peer.
+macro_rules! engine_contenders {
+    (
+        $(#[$enum_meta:meta])*
+        pub enum $enum:ident {
+            $($(#[$meta:meta])* $variant:ident($engine:ty) = ($name:expr, $description:expr)),*
+            $(,)?
+        }
+    ) => {
+        $crate::registry! {
+            $(#[$enum_meta])*
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+            pub enum $enum {
+                $($(#[$meta])* $variant = ($name, $description),)*
+            }
+        }
+
+        impl $enum {
+            /// Builds heapworks on this contender's engine over the first `heap_len` bytes of
+            /// `region` and runs `work` on it.
+            pub fn with_heap<U: $crate::contenders::UseAllocator>(
+                self,
+                region: &mut $crate::region::Region,
+                heap_len: usize,
+                work: U,
+            ) -> Result<U::Output, $crate::contenders::SetupError> {
+                match self {
+                    $($enum::$variant => $crate::contenders::run_over::<
+                        $crate::contenders::heapworks::HeapworksHeap<$engine>,
+                        U,
+                    >(region, heap_len, work),)*
+                }
+            }
+        }
+    };
+}
+
+pub(crate) use engine_contenders;
