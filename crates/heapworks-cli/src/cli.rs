@@ -10,7 +10,7 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 
 use crate::catalog;
-use crate::contenders::{AllocatorId, IndexContender};
+use crate::contenders::{AllocatorId, FrontContender, IndexContender};
 use crate::gas::{self, GasArgs};
 use crate::gate;
 use crate::instructions;
@@ -390,10 +390,12 @@ fn read_results(path: &Path) -> Result<Results, String> {
 fn listing() -> String {
     format!(
         "workloads:\n{}allocators:\n{}heapworks on its other free indexes (bench --indexes, \
-         or by name):\n{}bench --malloc workloads:\n{}bench --malloc mallocs:\n{}",
+         or by name):\n{}heapworks with its small-object front (by name):\n{}bench --malloc \
+         workloads:\n{}bench --malloc mallocs:\n{}",
         WorkloadId::listing(18),
         AllocatorId::listing(18),
         IndexContender::listing(20),
+        FrontContender::listing(20),
         MallocWorkload::listing(19),
         CMalloc::listing(19)
     )

@@ -288,6 +288,7 @@ fn list_names_every_workload_and_allocator() {
         "insert_delete",
         "instructions",
         "heapworks",
+        "heapworks_front",
         "buddy_alloc",
         "system",
         "malloc_programs",
@@ -439,7 +440,7 @@ fn trace_of_a_c_program_replays_on_every_allocator() {
         "replay",
         trace.to_str().unwrap(),
         "--alloc",
-        "heapworks,talc,rlsf,dlmalloc,system",
+        "heapworks,heapworks_front,talc,rlsf,dlmalloc,system",
         "--check",
         "--json",
         json.to_str().unwrap(),
@@ -460,7 +461,7 @@ fn trace_of_a_c_program_replays_on_every_allocator() {
         .filter(|r| r["workload"] == "traces" && r["metric"] == "utilization")
         .filter(|r| r["value"].as_f64().is_some_and(|u| u > 0.0))
         .count();
-    assert_eq!(utilizations, 5, "every allocator has a utilization");
+    assert_eq!(utilizations, 6, "every allocator has a utilization");
 }
 
 #[test]

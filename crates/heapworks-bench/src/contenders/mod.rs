@@ -41,6 +41,7 @@ pub mod buddy_alloc;
 pub mod buddy_system;
 pub mod custom;
 pub mod dlmalloc;
+pub mod front;
 pub mod galloc;
 pub mod heapworks;
 pub mod indexes;
@@ -56,6 +57,7 @@ use std::ptr;
 
 use crate::region::Region;
 
+pub use front::FrontContender;
 pub use indexes::IndexContender;
 
 crate::registry! {
@@ -86,6 +88,9 @@ crate::registry! {
         /// `bench --indexes` or by name; see [`indexes`]).
         HeapworksOn(index: IndexContender) => (index.name(), index.description()),
             found by IndexContender::from_name;
+        /// heapworks with its small-object front (not in `ALL`: run by name; see [`front`]).
+        HeapworksFront(front: FrontContender) => (front.name(), front.description()),
+            found by FrontContender::from_name;
         /// An allocator from outside this crate, added with [`custom::register`] (not in
         /// `ALL`, found by [`custom::find`]).
         Custom(contender: &'static custom::CustomContender) => (contender.name(), contender.version())
@@ -103,6 +108,7 @@ impl AllocatorId {
         !matches!(
             self,
             AllocatorId::Heapworks
+                | AllocatorId::HeapworksFront(_)
                 | AllocatorId::HeapworksOn(_)
                 | AllocatorId::System
                 | AllocatorId::Custom(_)
@@ -119,9 +125,16 @@ impl AllocatorId {
     }
 
     /// Every contender a name can select, in the order of the report's columns: heapworks on
-    /// every index, then the rest of [`ALL`](Self::ALL) (registered contenders aside).
+    /// every index, heapworks with its front, then the rest of [`ALL`](Self::ALL) (registered
+    /// contenders aside).
     pub fn nameable() -> Vec<AllocatorId> {
         let mut all = Self::heapworks_on_every_index();
+        all.extend(
+            FrontContender::ALL
+                .iter()
+                .copied()
+                .map(Self::HeapworksFront),
+        );
         let rest: Vec<AllocatorId> = Self::ALL
             .iter()
             .copied()
@@ -316,6 +329,7 @@ pub fn with_allocator<U: UseAllocator>(
         }
         AllocatorId::System => run_over::<system::SystemHeap, U>(region, heap_len, work),
         AllocatorId::HeapworksOn(index) => index.with_heap(region, heap_len, work),
+        AllocatorId::HeapworksFront(front) => front.with_heap(region, heap_len, work),
         AllocatorId::Custom(contender) => {
             let arena = Arena::over_with(contender.heap(), region, heap_len)?;
             Ok(work.run(&*arena))

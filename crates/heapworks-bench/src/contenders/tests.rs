@@ -59,7 +59,7 @@ impl UseAllocator for Exercise {
 #[test]
 fn every_contender_allocates_reallocates_and_frees() {
     let mut region = Region::pretouched(1 << 20).unwrap();
-    for &id in AllocatorId::ALL {
+    for id in AllocatorId::nameable() {
         let outcome = with_allocator(id, &mut region, 1 << 20, Exercise).unwrap();
         assert_eq!(outcome, Ok(()), "{id}");
     }
@@ -67,7 +67,7 @@ fn every_contender_allocates_reallocates_and_frees() {
 
 #[test]
 fn names_round_trip() {
-    for &id in AllocatorId::ALL {
+    for id in AllocatorId::nameable() {
         assert_eq!(AllocatorId::from_name(id.name()), Some(id));
     }
     assert_eq!(AllocatorId::from_name("jemalloc"), None);
@@ -91,4 +91,53 @@ fn printed_versions_match_the_manifest_pins() {
 fn a_heap_larger_than_its_region_is_refused() {
     let mut region = Region::pretouched(1 << 16).unwrap();
     assert!(with_allocator(AllocatorId::Talc, &mut region, 1 << 20, Exercise).is_err());
+}
+
+#[test]
+fn the_front_is_nameable_but_out_of_normal_runs() {
+    let front = AllocatorId::from_name("heapworks_front").unwrap();
+    assert_eq!(front, AllocatorId::HeapworksFront(FrontContender::Bins));
+    assert!(AllocatorId::nameable().contains(&front));
+    assert!(!AllocatorId::ALL.contains(&front));
+    assert!(!front.is_pinned_peer());
+}
+
+/// Tiny blocks on the front come from 16 B slots, a stride apart; the plain heap's smallest
+/// chunk is 32 B (64-bit targets).
+struct SlotsOfOneClass;
+
+impl UseAllocator for SlotsOfOneClass {
+    type Output = Vec<usize>;
+
+    fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> Vec<usize> {
+        let layout = Layout::from_size_align(8, 8).unwrap();
+        // SAFETY: non-zero size; every block is freed once with its layout.
+        unsafe {
+            let blocks: Vec<*mut u8> = (0..4).map(|_| arena.alloc(layout)).collect();
+            let gaps = blocks
+                .windows(2)
+                .map(|w| (w[1] as usize).abs_diff(w[0] as usize))
+                .collect();
+            for block in blocks {
+                arena.dealloc(block, layout);
+            }
+            gaps
+        }
+    }
+}
+
+#[cfg(target_pointer_width = "64")]
+#[test]
+fn heapworks_front_runs_heapworks_on_its_front() {
+    let mut region = Region::pretouched(1 << 20).unwrap();
+    let front = AllocatorId::from_name("heapworks_front").unwrap();
+    let on_front = with_allocator(front, &mut region, 1 << 20, SlotsOfOneClass).unwrap();
+    assert_eq!(on_front, [16, 16, 16]);
+    let plain = with_allocator(
+        AllocatorId::Heapworks,
+        &mut region,
+        1 << 20,
+        SlotsOfOneClass,
+    );
+    assert_eq!(plain.unwrap(), [32, 32, 32]);
 }
