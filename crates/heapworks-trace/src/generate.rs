@@ -7,6 +7,8 @@
 //! - [`realloc_free`]`(n)`: the same `2n` mallocs and `n` frees, then a realloc of each of the
 //!   `n` remaining blocks, to a size from half to twice the old one, skewed toward growing (each
 //!   realloc coalesces with a free neighbour), then everything freed. Timed: requests `3n..4n`.
+//! - [`fill_then_free`]`(count, size)`: `count` mallocs of `size` bytes, then each freed in
+//!   allocation order: the simplest trace with a known peak (`count × size` live bytes).
 //!
 //! Sizes are multiples of 8 from 8 to 512 bytes, so many blocks share a size, as in the seed's
 //! scripts. Invariant: the same `n` and `seed` always give the same trace (the generator is a
@@ -24,6 +26,21 @@ fn check_n(n: u32) -> Result<(), InvalidOp> {
         return Err(InvalidOp::IdTooLarge(2 * u64::from(n) - 1));
     }
     Ok(())
+}
+
+/// `count` blocks of `size` bytes allocated, then freed in the same order.
+pub fn fill_then_free(count: u32, size: u64) -> Result<Trace, InvalidOp> {
+    let mut trace = Trace::new();
+    for kind in [OpKind::Malloc { size }, OpKind::Free] {
+        for id in 0..count {
+            trace.push(Op {
+                thread: 0,
+                id,
+                kind,
+            })?;
+        }
+    }
+    Ok(trace)
 }
 
 /// Seed 003's insert-delete script for `n` free-index insertions and removals.

@@ -2,7 +2,6 @@
 //! `heapworks replay`.
 
 use super::*;
-use heapworks_trace::model::{Op, OpKind};
 
 fn corpus() -> Vec<(PathBuf, Trace)> {
     heapworks_trace::read_traces_in(&crate::workloads::traces::default_corpus()).unwrap()
@@ -10,27 +9,7 @@ fn corpus() -> Vec<(PathBuf, Trace)> {
 
 /// `count` blocks of `size` bytes allocated, then freed.
 fn fill_and_free(count: u32, size: u64) -> Trace {
-    let mut trace = Trace::new();
-    for id in 0..count {
-        let kind = OpKind::Malloc { size };
-        trace
-            .push(Op {
-                thread: 0,
-                id,
-                kind,
-            })
-            .unwrap();
-    }
-    for id in 0..count {
-        trace
-            .push(Op {
-                thread: 0,
-                id,
-                kind: OpKind::Free,
-            })
-            .unwrap();
-    }
-    trace
+    heapworks_trace::generate::fill_then_free(count, size).unwrap()
 }
 
 fn spec(trace: &Trace) -> ReplaySpec<'_> {
@@ -86,14 +65,6 @@ fn corpus_prefixes_replay_checked_on_linked_list() {
 #[ignore = "85 s in a debug build; run with --ignored, or in release"]
 fn whole_corpus_replays_checked_on_linked_list() {
     replay_corpus_checked(&[AllocatorId::LinkedList], None);
-}
-
-#[test]
-fn system_replays_checked_with_glibc_footprint() {
-    let trace = fill_and_free(1000, 100);
-    let mut region = Region::pretouched(MIN_HEAP).unwrap();
-    let report = replay_on(AllocatorId::System, &mut region, &spec(&trace)).unwrap();
-    assert!(report.footprint_bytes.unwrap() >= report.peak_live_bytes);
 }
 
 #[test]
