@@ -235,7 +235,7 @@ pub struct ProbeJob {
 /// Instructions per allocate, free and realloc.
 pub type PerCall = Result<[f64; 3], InstructionsError>;
 
-/// Runs every job under callgrind, [`PARALLEL_RUNS`] at a time; the counts per call of each,
+/// Runs every job under callgrind, two at a time (`PARALLEL_RUNS`); the counts per call of each,
 /// in the jobs' order.
 pub fn count_jobs(
     jobs: &[ProbeJob],

@@ -4,7 +4,7 @@
 //!
 //! - [`contenders`]: the allocator registry; every allocator over the same [`region`], behind
 //!   the same lock, as a `GlobalAlloc`. An allocator of your own takes part by implementing
-//!   [`contenders::RawHeap`] (see [`contenders::Custom`] and `examples/bump.rs`).
+//!   [`contenders::RawHeap`] (see [`contenders::custom::register`] and `examples/bump.rs`).
 //! - [`workloads`]: one module per workload, each named for what it measures.
 //! - [`runner`]: plans cases, interleaves trials allocator by allocator, aggregates medians,
 //!   reporting through [`progress`].
@@ -14,7 +14,7 @@
 //! - [`instructions`]: instruction counts per call under valgrind (callgrind driver).
 //! - [`study`]: the free-index study (`bench --indexes`): heapworks on every free index
 //!   against dlmalloc and talc, as a selection and configuration of the runner.
-//! - [`registry`]: the one mechanism behind every named set (allocators, workloads, …).
+//! - [`mod@registry`]: the one mechanism behind every named set (allocators, workloads, …).
 //! - [`region`], [`rng`], [`stats`], [`timing`]: the memory, seeds, order statistics and
 //!   clocks every workload shares.
 //!

@@ -1,5 +1,5 @@
 //! One registry mechanism for every closed set of named things the benchmarks choose from
-//! (allocators, workloads, C mallocs, their workloads): the [`registry!`](crate::registry)
+//! (allocators, workloads, C mallocs, their workloads): the [`registry!`](macro@crate::registry)
 //! macro declares the enum and its one table of names and descriptions together, and
 //! [`Registry`] gives every set the same look-up, listing and `Display`.
 //!

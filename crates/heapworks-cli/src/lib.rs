@@ -24,6 +24,10 @@
 //! The engine's modules are re-exported under their old paths (`heapworks_cli::contenders`, …)
 //! so that code written against this crate keeps compiling.
 
+// The options' doc comments are clap's `--help` text, which names placeholders like `<command>`
+// as a terminal shows them, not as HTML.
+#![allow(rustdoc::invalid_html_tags)]
+
 pub use heapworks_bench::{
     contenders, instructions, region, replay, results, rng, runner, stats, study, timing, workloads,
 };

@@ -1,5 +1,5 @@
 //! Child processes of `heapworks torture`: the C programs compiled into the run's scratch
-//! directory (with [`crate::malloc_bench::process::compile_c`]), and runs of a program under
+//! directory (with [`heapworks_malloc_bench::process::compile_c`]), and runs of a program under
 //! a timeout.
 //!
 //! Invariants: every run is the leader of its own process group, and when it ends (or its

@@ -18,7 +18,7 @@
 //! is not part of the note); other comments, and comments after a request on its line, are
 //! dropped. Line order is the global order of requests.
 //!
-//! Invariant: [`parse`] of [`write`]'s output gives back an equal [`Trace`]; every error
+//! Invariant: [`parse`] of [`write`](fn@write)'s output gives back an equal [`Trace`]; every error
 //! names its 1-based line and quotes what was found there; a script is refused beyond the
 //! model's bounds (requests, threads, ids, and [`MAX_NOTES`] leading comment lines).
 

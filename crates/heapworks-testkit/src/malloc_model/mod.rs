@@ -17,10 +17,10 @@
 //!   or `EINVAL` as the contract says (`posix_memalign` leaving `*memptr` untouched) and leave
 //!   the block they name intact; the frees leave errno alone;
 //! - calls run on one of [`THREADS`] threads, as the operations switch, strictly one at a time
-//!   (see [`threads`]; `malloc_usable_size`, a query, runs on the model's), so blocks are freed
+//!   (see the `threads` module; `malloc_usable_size`, a query, runs on the model's), so blocks are freed
 //!   and reallocated on threads other than the one that allocated them, and workers exit
 //!   holding whatever their caches hold, some freeing blocks and allocating in a destructor
-//!   that runs after the malloc's own (see [`exit_work`]).
+//!   that runs after the malloc's own (see `exit_work`).
 //!
 //! Invariants: the requested bytes of the live blocks never exceed [`LIVE_BYTES_MAX`] (a
 //! request that would pass it is skipped), so a run stays within a fuzzer's memory limit;

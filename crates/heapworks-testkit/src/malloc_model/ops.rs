@@ -138,7 +138,7 @@ pub enum MallocOp {
         thread: usize,
     },
     /// Ends worker `thread`. With `exit_work`, it frees `exit_frees` blocks from `slot` on and
-    /// runs probes in a destructor at its exit (see [`super::exit_work`]).
+    /// runs probes in a destructor at its exit (see `exit_work` in the parent module).
     Retire {
         thread: usize,
         exit_work: bool,
