@@ -13,10 +13,10 @@
 //!   socket with its descriptor ([`ShmHandle::send_over`], [`ShmHandle::receive_from`]).
 
 mod handoff;
+pub(crate) mod heap;
 mod inline;
 mod shared;
 
-use std::alloc::{dealloc, Layout};
 use std::fmt;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
@@ -25,14 +25,10 @@ pub use handoff::ReceivedHandle;
 pub use inline::Inline;
 pub use shared::{SharedMapping, SharedMemory, ShmHandle};
 
-use crate::class::GRANULE;
 use crate::error::PoolError;
 
 /// Size from which transparent huge pages are asked for.
 const HUGE_PAGE: usize = 2 << 20;
-
-/// The alignment asked of the global allocator (what malloc gives on 64-bit targets anyway).
-const HEAP_ALIGN: usize = 16;
 
 /// A source of fresh buffers. Implemented by [`Inline`] and [`SharedMemory`]; the regions it
 /// returns can only be made inside this crate, so the set of backends is closed.
@@ -44,9 +40,9 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// zeros when `zeroed` is asked (or when the backend's memory always is).
     fn allocate(&self, capacity: usize, zeroed: bool) -> Result<Region, PoolError>;
 
-    /// The smallest size class worth caching: below it the pool hands out a buffer of
-    /// exactly the request's size and releases it on drop. Read once, when the pool is made
-    /// (the hit path compares, with no call).
+    /// The smallest size class worth caching: below it the pool hands out a block of the
+    /// global allocator of exactly the request's size, freed on drop, without calling the
+    /// backend. Read once, when the pool is made (the hand-out path compares, with no call).
     fn pooled_from(&self) -> usize {
         0
     }
@@ -79,8 +75,8 @@ pub struct Region {
 
 /// Where a region's memory lives, which says how to release it.
 enum Memory {
-    /// `std::alloc` with [`Region::heap_layout`], the region starting `offset` bytes into
-    /// the allocation (the first 64-byte boundary).
+    /// A block of the global allocator ([`heap`]), the region starting `offset` bytes into
+    /// the allocation.
     Heap { offset: u8 },
     /// A private anonymous mapping.
     Mapped,
@@ -95,15 +91,6 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// The layout of the allocation behind a heap region of `capacity` bytes: malloc's own
-    /// alignment and room to move the start to a 64-byte boundary. (Asking the allocator for
-    /// 64-byte alignment instead would take glibc's `posix_memalign`, which bypasses its
-    /// thread cache: slower than the few bytes of slack.)
-    fn heap_layout(capacity: usize) -> Option<Layout> {
-        let size = capacity.checked_add(GRANULE - HEAP_ALIGN)?;
-        Layout::from_size_align(size, HEAP_ALIGN).ok()
-    }
-
     /// The first byte.
     pub fn ptr(&self) -> NonNull<u8> {
         self.ptr
@@ -136,13 +123,9 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         match self.memory {
-            Memory::Heap { offset } => {
-                let layout = Self::heap_layout(self.capacity).expect("made with this layout");
-                // SAFETY: the region starts `offset` bytes into an allocation made by
-                // `std::alloc` with this layout (see `inline::allocate_heap`), released
-                // exactly once, here.
-                unsafe { dealloc(self.ptr.as_ptr().sub(usize::from(offset)), layout) }
-            }
+            // SAFETY: `heap::allocate` returned `ptr` and `offset` for `capacity` bytes (see
+            // `inline::allocate_heap`); the region, their only owner, releases them once, here.
+            Memory::Heap { offset } => unsafe { heap::release(self.ptr, self.capacity, offset) },
             Memory::Mapped | Memory::Shared(_) => {
                 // SAFETY: the region is a whole mapping of `capacity` bytes made by `mmap`
                 // (see `inline::map_private` and `shared::map_shared`), unmapped once, here;

@@ -104,8 +104,9 @@ pub(crate) struct Shared {
     cache: Cache,
     classes: Classes,
     backend: Box<dyn Backend>,
-    /// The backend's [`Backend::pooled_from`].
-    pooled_from: usize,
+    /// Requests of at most this many bytes (those whose class is below the backend's
+    /// [`Backend::pooled_from`]) pass through to the global allocator; 0 for none.
+    pass_through_up_to: usize,
     /// The backend's [`Backend::resizable_from`].
     resizable_from: usize,
     id: u64,
@@ -173,11 +174,17 @@ impl Pool {
             n => n.min(64),
         }
         .next_power_of_two();
+        // The largest class below `pooled_from`: a request passes through iff its class
+        // does, and classes are monotone in the request.
+        let pass_through_up_to = match backend.pooled_from() {
+            0 => 0,
+            from => classes.floor_of(from - 1).map_or(0, |class| class.size),
+        };
         Self {
             shared: Arc::new(Shared {
                 cache: Cache::new(classes.count(), shards, config.budget, config.idle_release),
                 classes,
-                pooled_from: backend.pooled_from(),
+                pass_through_up_to,
                 resizable_from: backend.resizable_from(),
                 backend: Box::new(backend),
                 id: unique_id(),
@@ -216,22 +223,33 @@ impl Pool {
         Ok(self.get(count)?.fill(value))
     }
 
-    /// A buffer of `len` bytes from the cache, or else fresh from the backend.
+    /// A buffer of `len` bytes: empty, passed through to the global allocator when it is too
+    /// small to pool, or else from the cache or fresh from the backend. Inlined to the
+    /// pass-through test; the pooled path is a call.
     #[inline]
     fn lease(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         if len == 0 {
             return Ok(Lease::empty());
         }
+        if len <= self.shared.pass_through_up_to {
+            // `let … else`, not `ok_or`: an error built eagerly is dropped on every success,
+            // and `PoolError`'s drop glue cost 42 instructions a call on this path.
+            let Some(lease) = Lease::block(len, zeroed) else {
+                return Err(PoolError::OutOfMemory { len });
+            };
+            return Ok(lease);
+        }
+        self.lease_pooled(len, zeroed)
+    }
+
+    /// A buffer of `len > 0` bytes of the request's class from the cache, or else recycled
+    /// from a nearby class, or else fresh from the backend.
+    #[inline(never)]
+    fn lease_pooled(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         let shared = &self.shared;
-        // `let … else`, not `ok_or`: an error built eagerly is dropped on every success, and
-        // `PoolError`'s drop glue cost 42 instructions a call on the tiny-buffer path.
         let Some(class) = shared.classes.of(len) else {
             return Err(PoolError::TooLarge { len });
         };
-        if class.size < shared.pooled_from {
-            let region = shared.backend.allocate(len, zeroed)?;
-            return Ok(Lease::new(region, len, None));
-        }
         let region = match shared.cache.take(class.index, len) {
             Some(region) => region,
             None => {
@@ -243,11 +261,7 @@ impl Pool {
                 region
             }
         };
-        Ok(Lease::new(
-            region,
-            len,
-            Some((class.index, Arc::clone(shared))),
-        ))
+        Ok(Lease::pooled(region, len, class.index, Arc::clone(shared)))
     }
 
     /// On a miss, a cached buffer of a class at most a doubling away, when the backend can

@@ -8,11 +8,9 @@
 //! (one fault per 2 MiB instead of per 4 KiB where THP is in `madvise` or `always` mode; a
 //! kernel without THP refuses the advice, which is then ignored).
 
-use std::alloc::{alloc, alloc_zeroed};
 use std::ptr::{self, NonNull};
 
-use super::{page_rounded, Backend, Memory, Region, HUGE_PAGE};
-use crate::class::GRANULE;
+use super::{heap, page_rounded, Backend, Memory, Region, HUGE_PAGE};
 use crate::error::PoolError;
 
 /// Buffers in this process: the heap for small ones, private mappings for large ones.
@@ -92,31 +90,14 @@ impl Backend for Inline {
 
 /// A heap region of `capacity` bytes.
 fn allocate_heap(capacity: usize, zeroed: bool) -> Result<Region, PoolError> {
-    // `let … else` rather than `ok_or`, on this path of every small buffer: see `Pool::lease`.
-    let Some(layout) = Region::heap_layout(capacity) else {
-        return Err(PoolError::TooLarge { len: capacity });
-    };
-    // SAFETY: the layout is at least 48 bytes, never zero-sized.
-    let raw = unsafe {
-        if zeroed {
-            alloc_zeroed(layout)
-        } else {
-            alloc(layout)
-        }
-    };
-    let Some(base) = NonNull::new(raw) else {
+    let Some((ptr, offset)) = heap::allocate(capacity, zeroed) else {
         return Err(PoolError::OutOfMemory { len: capacity });
     };
-    // At most 48: the allocation is 16-byte aligned, and 48 bytes longer than `capacity`.
-    let offset = base.align_offset(GRANULE);
     Ok(Region {
-        // SAFETY: `offset + capacity` is within the allocation (see above).
-        ptr: unsafe { base.add(offset) },
+        ptr,
         capacity,
         zeroed,
-        memory: Memory::Heap {
-            offset: offset as u8,
-        },
+        memory: Memory::Heap { offset },
     })
 }
 
