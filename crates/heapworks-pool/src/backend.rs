@@ -7,6 +7,9 @@
 //!
 //! - [`Inline`]: the process heap below a threshold, private anonymous `mmap` above it (with
 //!   transparent huge pages asked for by `madvise` on buffers of 2 MiB and more).
+//! - Both mapped backends place buffers of 2 MiB and more at 2 MiB boundaries and ask for huge
+//!   pages, each the way the kernel grants them for its kind of memory (module `mapping`):
+//!   a buffer of a size sits on the same pages inline or shared.
 //! - [`SharedMemory`]: one `memfd_create` file per buffer, mapped `MAP_SHARED`, so that
 //!   another process can map the same pages from its descriptor
 //!   ([`ShmHandle`], [`SharedMapping`]); a handle travels to another process over a Unix
@@ -15,6 +18,7 @@
 mod handoff;
 pub(crate) mod heap;
 mod inline;
+mod mapping;
 mod shared;
 
 use std::fmt;
@@ -26,9 +30,6 @@ pub use inline::Inline;
 pub use shared::{SharedMapping, SharedMemory, ShmHandle};
 
 use crate::error::PoolError;
-
-/// Size from which transparent huge pages are asked for.
-const HUGE_PAGE: usize = 2 << 20;
 
 /// A source of fresh buffers. Implemented by [`Inline`] and [`SharedMemory`]; the regions it
 /// returns can only be made inside this crate, so the set of backends is closed.
@@ -150,16 +151,4 @@ impl fmt::Debug for Region {
             .field("kind", &kind)
             .finish()
     }
-}
-
-/// The system's page size.
-pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096).max(4096)
-}
-
-/// `len` rounded up to whole pages; `None` on overflow.
-pub(crate) fn page_rounded(len: usize) -> Option<usize> {
-    len.checked_next_multiple_of(page_size())
 }

@@ -161,9 +161,10 @@ impl Pool {
         Self::with_backend(config, Inline::default())
     }
 
-    /// A pool of shared-memory buffers (one memfd each).
+    /// A pool of shared-memory buffers (one memfd each; huge pages from 2 MiB, see
+    /// [`SharedMemory`]).
     pub fn shared_memory(config: Config) -> Self {
-        Self::with_backend(config, SharedMemory)
+        Self::with_backend(config, SharedMemory::default())
     }
 
     /// A pool whose fresh buffers come from `backend`.

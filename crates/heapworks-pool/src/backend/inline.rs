@@ -8,9 +8,10 @@
 //! (one fault per 2 MiB instead of per 4 KiB where THP is in `madvise` or `always` mode; a
 //! kernel without THP refuses the advice, which is then ignored).
 
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 
-use super::{heap, page_rounded, Backend, Memory, Region, HUGE_PAGE};
+use super::mapping::{self, page_rounded, HUGE_PAGE};
+use super::{heap, Backend, Memory, Region};
 use crate::error::PoolError;
 
 /// Buffers in this process: the heap for small ones, private mappings for large ones.
@@ -104,29 +105,11 @@ fn allocate_heap(capacity: usize, zeroed: bool) -> Result<Region, PoolError> {
 /// A private anonymous mapping of `capacity` bytes rounded up to whole pages.
 fn map_private(capacity: usize, huge_pages: bool) -> Result<Region, PoolError> {
     let len = page_rounded(capacity).ok_or(PoolError::TooLarge { len: capacity })?;
-    // SAFETY: a fresh anonymous mapping at an address of the kernel's choice (no MAP_FIXED):
-    // it cannot overlap or alter any existing memory.
-    let raw = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if raw == libc::MAP_FAILED {
-        return Err(PoolError::last_os("mmap", len));
-    }
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    let ptr = mapping::map(len, flags, -1, 0).map_err(|error| PoolError::os("mmap", len, error))?;
     if huge_pages && len >= HUGE_PAGE {
-        // SAFETY: advice on the mapping just made, which this function owns; MADV_HUGEPAGE
-        // changes no contents. Its failure (no THP in this kernel) only loses the advice.
-        unsafe { libc::madvise(raw, len, libc::MADV_HUGEPAGE) };
+        mapping::advise_huge(ptr, len);
     }
-    // A mapping at address 0 (possible only where vm.mmap_min_addr is 0) cannot be a
-    // `NonNull`: it is refused (and leaked) rather than trusted.
-    let ptr = NonNull::new(raw.cast()).ok_or(PoolError::OutOfMemory { len })?;
     Ok(Region {
         ptr,
         capacity: len,
