@@ -2,7 +2,8 @@
 //! in shared memory, in one run (seed 002's experiment, and its future work).
 //!
 //! - [`variants`]: the columns: `fill_existing` (the baseline), `inline_without_pool`,
-//!   `inline_with_pool`, `shm_without_pool`, `shm_with_pool`.
+//!   `inline_fresh_mapping`, `inline_with_pool`, `shm_without_pool`, `shm_with_pool` (and,
+//!   when named, `inline_with_pool_4k`, `shm_with_pool_4k`: both pools without huge pages).
 //! - [`sizes`]: get-fill-drop of one size in a loop, 4 B to 100 MB.
 //! - [`patterns`]: variable shapes (a text model's layers) and a working set above the budget,
 //!   with hit rates, evictions and peak RSS.
@@ -17,8 +18,10 @@
 //! as `bench`'s, so the table, JSON, CSV and HTML renderers print them, with ratios to
 //! `fill_existing`.
 
+pub mod instructions;
 pub mod patterns;
 pub mod peers;
+pub mod probe;
 pub mod rss;
 pub mod sizes;
 pub mod targets;
@@ -31,6 +34,7 @@ use heapworks_bench::rng::derive_seed;
 use heapworks_bench::runner::{filter_terms, in_canonical_order, summarize};
 use heapworks_bench::workloads::{Better, Config, MetricSpec};
 use heapworks_malloc_bench::libraries::{CMalloc, Library};
+use patterns::Pattern;
 use variants::Variant;
 
 /// Nanoseconds per get-fill-drop.
@@ -70,7 +74,23 @@ heapworks_bench::registry! {
              under a budget of half their total: time per step, hit rate, evictions, \
              peak RSS above the start"
         ),
+        /// Instructions per get-fill-drop under callgrind.
+        Instructions = (
+            "pool_instructions",
+            "instructions per get-fill-drop under callgrind (deterministic; kernel work not \
+             counted), 4 B to 1 MiB; run only when named"
+        ),
     }
+}
+
+impl PoolWorkload {
+    /// The workloads a run measures unless others are named: all but the instruction
+    /// counts, which take valgrind and minutes.
+    pub const DEFAULT: &[PoolWorkload] = &[
+        PoolWorkload::Sizes,
+        PoolWorkload::VariableShape,
+        PoolWorkload::BudgetPressure,
+    ];
 }
 
 /// What a `bench --pool` run measures.
@@ -107,7 +127,7 @@ impl PoolSelection {
         }
         let every_column = variants.is_empty() && peers.is_empty();
         let variants = match every_column {
-            true => Variant::ALL.to_vec(),
+            true => Variant::DEFAULT.to_vec(),
             false => in_canonical_order(variants, &[], Variant::ALL),
         };
         let peers = match every_column {
@@ -115,7 +135,7 @@ impl PoolSelection {
             false => in_canonical_order(peers, &[], &peers::PEERS),
         };
         Ok(Self {
-            workloads: in_canonical_order(workloads, PoolWorkload::ALL, PoolWorkload::ALL),
+            workloads: in_canonical_order(workloads, PoolWorkload::DEFAULT, PoolWorkload::ALL),
             variants,
             peers,
         })
@@ -170,6 +190,8 @@ pub struct Task {
     pub case: String,
     /// What each run reports, in order.
     pub outputs: Vec<MetricSpec>,
+    /// Whether every trial gives the same values (instruction counts): then one is run.
+    pub deterministic: bool,
     /// One trial.
     pub run: Box<RunFn>,
 }
@@ -181,8 +203,9 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &dyn Progress) 
         .iter()
         .flat_map(|workload| match workload {
             PoolWorkload::Sizes => sizes::tasks(config),
-            PoolWorkload::VariableShape => vec![patterns::variable_shape(config)],
-            PoolWorkload::BudgetPressure => vec![patterns::budget_pressure(config)],
+            PoolWorkload::VariableShape => patterns::tasks(config, Pattern::VariableShape),
+            PoolWorkload::BudgetPressure => patterns::tasks(config, Pattern::BudgetPressure),
+            PoolWorkload::Instructions => instructions::tasks(config),
         })
         .collect();
     let lineup = peers::lineup(&selection.peers);
@@ -198,7 +221,11 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &dyn Progress) 
                 .map(|(m, why)| Column::Missing(*m, why.clone())),
         )
         .collect();
-    progress.add_steps((tasks.len() * columns.len() * config.trials) as u64);
+    let trials: usize = tasks
+        .iter()
+        .map(|task| if task.deterministic { 1 } else { config.trials })
+        .sum();
+    progress.add_steps((trials * columns.len()) as u64);
     let cells = tasks
         .iter()
         .flat_map(|task| run_task(task, &columns, config, progress))
@@ -232,7 +259,8 @@ fn run_task(
 ) -> Vec<Cell> {
     let label = format!("{}/{}", task.workload.name(), task.case);
     let mut histories: Vec<History> = columns.iter().map(|_| Ok(Vec::new())).collect();
-    for trial in 0..config.trials {
+    let trials = if task.deterministic { 1 } else { config.trials };
+    for trial in 0..trials {
         let seed = derive_seed(config.seed, &label, trial);
         for k in 0..columns.len() {
             let index = (trial + k) % columns.len();
