@@ -86,7 +86,7 @@ impl Pattern {
 
     /// The tensors of `steps` steps drawn with `seed` (elements each), and the most elements
     /// each tensor of a step can have.
-    fn draw(self, seed: u64, steps: usize) -> (Vec<Vec<usize>>, Vec<usize>) {
+    pub fn draw(self, seed: u64, steps: usize) -> (Vec<Vec<usize>>, Vec<usize>) {
         match self {
             Pattern::VariableShape => {
                 let lens = sequence_lengths(seed, steps)

@@ -57,10 +57,10 @@ impl Config {
 /// What a pool has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Requests served by a cached buffer.
+    /// Requests served by a cached buffer (of their class or up to a doubling above it).
     pub hits: u64,
-    /// Misses served by a cached inline mapping of a nearby class (a larger one as it is, a
-    /// smaller one grown by `mremap`): its pages are reused. Counted in `misses` too.
+    /// Misses served by growing a cached inline mapping of a class up to a doubling below
+    /// with `mremap`: its pages are reused. Counted in `misses` too.
     pub recycled: u64,
     /// Requests served by a fresh buffer from the backend, to be cached when dropped.
     /// (Requests the backend serves directly, too small to be worth caching, are not pool
@@ -125,21 +125,12 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
-    /// Takes a buffer back: cached, or released if the pool is closed or it does not fit.
-    /// A resizable buffer is filed under the largest class its capacity holds whole (a
-    /// recycled one may be larger than the class it was taken for); any other under the
-    /// class it was made for.
+    /// Takes back a buffer of class `class` (the one it was made or grown for): cached, or
+    /// released if the pool is closed or it does not fit.
     pub(crate) fn give_back(&self, class: usize, region: Region) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        let class = if region.capacity() >= self.resizable_from {
-            self.classes
-                .floor_of(region.capacity())
-                .map_or(class, |c| c.index)
-        } else {
-            class
-        };
         self.cache.put(class, region);
     }
 
@@ -243,41 +234,45 @@ impl Pool {
         self.lease_pooled(len, zeroed)
     }
 
-    /// A buffer of `len > 0` bytes of the request's class from the cache, or else recycled
-    /// from a nearby class, or else fresh from the backend.
+    /// A buffer of `len > 0` bytes: the most recently returned one cached in the request's
+    /// class or the classes up to a doubling above it, or else a smaller one recycled, or
+    /// else a fresh one from the backend.
     #[inline(never)]
     fn lease_pooled(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         let shared = &self.shared;
         let Some(class) = shared.classes.of(len) else {
             return Err(PoolError::TooLarge { len });
         };
-        let region = match shared.cache.take(class.index, len) {
-            Some(region) => region,
+        let fitting = class.index..class.index + shared.classes.per_doubling();
+        let (region, filed_under) = match shared.cache.take(fitting, len) {
+            Some(hit) => hit,
             None => {
                 let region = match self.recycle(class) {
                     Some(region) => region,
                     None => shared.backend.allocate(class.size, zeroed)?,
                 };
                 shared.cache.count_miss(len);
-                region
+                (region, class.index)
             }
         };
-        Ok(Lease::pooled(region, len, class.index, Arc::clone(shared)))
+        Ok(Lease::pooled(region, len, filed_under, Arc::clone(shared)))
     }
 
-    /// On a miss, a cached buffer of a class at most a doubling away, when the backend can
-    /// resize both: a larger one as it is (at most twice the class: shrinking it would give
-    /// back pages that the next large request faults in again), a smaller one grown to
-    /// `class` (its pages kept: no fault for them).
+    /// On a miss, when the backend can resize buffers of this class, the most recently
+    /// returned buffer of the classes up to a doubling below, grown to `class`: its pages are
+    /// kept, and only the growth faults.
     fn recycle(&self, class: Class) -> Option<Region> {
         let shared = &self.shared;
         if class.size < shared.resizable_from {
             return None;
         }
-        let reach = shared.classes.per_doubling();
-        let recyclable = |near: usize| shared.classes.size_of(near) >= shared.resizable_from;
-        let mut region = shared.cache.take_nearby(class.index, reach, recyclable)?;
-        if region.capacity() < class.size && !shared.backend.resize(&mut region, class.size) {
+        let lowest = shared.classes.of(shared.resizable_from)?.index;
+        let smaller = class
+            .index
+            .saturating_sub(shared.classes.per_doubling())
+            .max(lowest)..class.index;
+        let mut region = shared.cache.take_for_recycling(smaller)?;
+        if !shared.backend.resize(&mut region, class.size) {
             return None; // `region` is released here
         }
         shared.cache.count_recycled();

@@ -34,7 +34,7 @@ fn a_dropped_buffer_is_handed_out_again() {
 }
 
 #[test]
-fn requests_of_one_class_share_buffers_and_others_do_not() {
+fn requests_share_a_buffer_of_their_class_and_larger_ones_do_not() {
     let pool = small_pool(Config::default());
     let at = address(&pool.get_filled::<u8>(10_000, 1).unwrap());
     // 10 000 B is in the class of 10 240 B (4 per doubling: 2 KiB steps from 8 KiB).
@@ -192,13 +192,49 @@ fn the_budget_evicts_the_least_recently_returned_buffers() {
     assert_eq!((stats.buffers_cached, stats.evictions), (3, 1));
     assert_eq!(stats.bytes_cached, 3 * MIB);
     assert!(stats.peak_bytes_cached <= pool.budget());
-    // A class more than a doubling larger (too far to recycle a cached buffer) comes back
-    // and pushes out the two oldest 1 MiB buffers (1 and 2).
+    // A class more than a doubling larger (too far to take or grow a cached buffer) comes
+    // back and pushes out the two oldest 1 MiB buffers (1 and 2).
     drop(pool.get_filled::<u8>(5 * MIB / 2, 1).unwrap());
     assert_eq!(pool.stats().evictions, 3);
     let last = pool.get_filled::<u8>(MIB, 1).unwrap();
     assert_eq!(address(&last), addresses[3]);
     assert!(pool.stats().peak_bytes_cached <= pool.budget());
+}
+
+#[test]
+fn a_request_takes_the_most_recent_buffer_up_to_a_doubling_above_its_class() {
+    for pool in [
+        Pool::new(Config::default()),
+        Pool::shared_memory(Config::default()),
+    ] {
+        let name = pool.backend_name();
+        let both = (
+            pool.get_filled::<u8>(3 * MIB / 2, 1).unwrap(),
+            pool.get_filled::<u8>(MIB, 1).unwrap(),
+        );
+        let (large, small) = (address(&both.0), address(&both.1));
+        drop(both);
+        // Both cached; 1 MiB came back last and fits 800 KiB (less than a doubling).
+        let taken = pool.get_filled::<u8>(800 << 10, 2).unwrap();
+        assert_eq!(address(&taken), small, "{name}");
+        // 1.4 MiB: only the 1.5 MiB buffer fits.
+        let second = pool.get_filled::<u8>(1400 << 10, 3).unwrap();
+        assert_eq!(address(&second), large, "{name}");
+        assert!(second.capacity_bytes() >= 3 * MIB / 2, "{name}");
+        drop((taken, second));
+        // 500 KiB (class 512 KiB): both buffers are a doubling or more above its class.
+        let fresh = pool.get_filled::<u8>(500 << 10, 4).unwrap();
+        assert!(![small, large].contains(&address(&fresh)), "{name}");
+        let stats = pool.stats();
+        assert_eq!((stats.hits, stats.misses), (2, 3), "{name}");
+        // Recency, not size, picks among those that fit: the 1.5 MiB buffer came back last.
+        drop(fresh);
+        assert_eq!(
+            address(&pool.get_filled::<u8>(MIB, 5).unwrap()),
+            large,
+            "{name}"
+        );
+    }
 }
 
 #[test]

@@ -8,8 +8,6 @@
 //! (one fault per 2 MiB instead of per 4 KiB where THP is in `madvise` or `always` mode; a
 //! kernel without THP refuses the advice, which is then ignored).
 
-use std::ptr::NonNull;
-
 use super::mapping::{self, page_rounded, HUGE_PAGE};
 use super::{heap, Backend, Memory, Region};
 use crate::error::PoolError;
@@ -68,18 +66,8 @@ impl Backend for Inline {
             return false;
         };
         // SAFETY: the region is a whole private mapping of `region.capacity` bytes that it
-        // owns; MREMAP_MAYMOVE lets the kernel move it (pages and all) where the new length
-        // fits, and no pointer into the old range survives: the region is updated below.
-        let moved = unsafe {
-            libc::mremap(
-                region.ptr.as_ptr().cast(),
-                region.capacity,
-                len,
-                libc::MREMAP_MAYMOVE,
-            )
-        };
-        let Some(ptr) = NonNull::new(moved.cast::<u8>()).filter(|_| moved != libc::MAP_FAILED)
-        else {
+        // owns, and no pointer into the old range survives: the region is updated below.
+        let Ok(ptr) = (unsafe { mapping::remap(region.ptr, region.capacity, len) }) else {
             return false;
         };
         region.ptr = ptr;
