@@ -12,12 +12,14 @@
 //!   in a process of their own (`LD_PRELOAD`), as columns of `pool_sizes`.
 //! - [`targets`]: the performance targets judged from a run's medians.
 //!
-//! Every workload is a list of [`Task`]s. A task's trials are interleaved variant by variant
+//! Times are the measuring thread's CPU time ([`cpu_time`]), not wall-clock time: the machine
+//! is shared. Every workload is a list of [`Task`]s. A task's trials are interleaved variant by variant
 //! (trial 1 of every variant, then trial 2, …, each trial starting one variant further), with
 //! one seed per trial shared by all; each cell is the median of the trials. Cells are the same
 //! as `bench`'s, so the table, JSON, CSV and HTML renderers print them, with ratios to
 //! `fill_existing`.
 
+pub mod cpu_time;
 pub mod instructions;
 pub mod patterns;
 pub mod peers;
@@ -37,10 +39,10 @@ use heapworks_malloc_bench::libraries::{CMalloc, Library};
 use patterns::Pattern;
 use variants::Variant;
 
-/// Nanoseconds per get-fill-drop.
-pub const TIME_NS: MetricSpec = MetricSpec::primary("time", "ns", Better::Lower);
-/// Microseconds per step of a pattern.
-pub const STEP_US: MetricSpec = MetricSpec::primary("time per step", "µs", Better::Lower);
+/// Nanoseconds of CPU time per get-fill-drop ([`cpu_time`]).
+pub const TIME_NS: MetricSpec = MetricSpec::primary("CPU time", "ns", Better::Lower);
+/// Microseconds of CPU time per step of a pattern ([`cpu_time`]).
+pub const STEP_US: MetricSpec = MetricSpec::primary("CPU time per step", "µs", Better::Lower);
 /// Requests a pool served from its cache.
 pub const HIT_RATE: MetricSpec = MetricSpec::primary("hit rate", "%", Better::Higher);
 /// Misses a pool served by resizing a cached buffer of a nearby class.

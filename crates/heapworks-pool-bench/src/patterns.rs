@@ -22,10 +22,9 @@
 //! misses, and the peak resident set above the one before the variant was set up (its cache,
 //! or `fill_existing`'s buffers, included; warm-up steps too).
 
-use std::time::Instant;
-
 use heapworks_pool::Stats;
 
+use super::cpu_time::CpuTimer;
 use super::probe::{self, field, ProbeArgs};
 use super::rss;
 use super::variants::{Subject, Variant};
@@ -161,7 +160,7 @@ pub fn tasks(config: &Config, pattern: Pattern) -> Vec<Task> {
 /// What one run of a pattern measured.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PatternRun {
-    /// Microseconds per timed step.
+    /// Microseconds of CPU time per timed step.
     pub step_us: f64,
     /// The pool's statistics, for a variant with a pool.
     pub stats: Option<Stats>,
@@ -216,7 +215,7 @@ pub fn run(
     for lens in &warm_up {
         subject.several(lens, value)?;
     }
-    let clock = Instant::now();
+    let clock = CpuTimer::start();
     for lens in &timed {
         subject.several(lens, value)?;
     }

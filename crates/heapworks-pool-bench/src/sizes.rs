@@ -4,8 +4,9 @@
 //! [`WARM_UP_ROUNDS`] untimed rounds, then rounds until the trial's duration has passed (at
 //! least three).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::cpu_time::CpuTimer;
 use super::probe::{self, field, ProbeArgs};
 use super::variants::{Subject, Variant};
 use super::{Column, Task, TIME_NS};
@@ -109,7 +110,8 @@ pub fn tasks(config: &Config) -> Vec<Task> {
         .collect()
 }
 
-/// Nanoseconds per get-fill-drop of `n` f32 under `variant`.
+/// Nanoseconds of CPU time per get-fill-drop of `n` f32 under `variant` (the loop stops by
+/// the wall clock after `duration`).
 pub fn time_per_round(
     variant: Variant,
     n: usize,
@@ -125,7 +127,7 @@ pub fn time_per_round(
     // Rounds between deadline checks: reading the clock is not free next to a 4-byte fill.
     let batch = ((1 << 20) / (n * 4)).clamp(1, 1024);
     let deadline = Deadline::after(duration);
-    let start = Instant::now();
+    let start = CpuTimer::start();
     let mut rounds = 0;
     while rounds < MIN_ROUNDS || !deadline.passed() {
         for _ in 0..batch {
