@@ -1,7 +1,6 @@
 //! The measurement behind heapworks-pool's default spacing of size classes (its TUNING.md):
 //! `bench --pool`'s variable-shape pattern (600 steps, seed 1) through an inline pool with two,
-//! four and eight classes per doubling: hit rate, grown and fresh misses, the most the cache
-//! held, and bytes handed out over bytes asked for (pooled requests only). Deterministic: no
+//! four and eight classes per doubling: hit rate, misses, the most the cache held, and bytes handed out over bytes asked for (pooled requests only). Deterministic: no
 //! time is measured.
 
 use heapworks_pool::{ClassesPerDoubling, Config, Pool};
@@ -38,11 +37,10 @@ fn main() {
         }
         let stats = pool.stats();
         println!(
-            "{name:>5} per doubling: hits {:.1} %, grown {}, fresh {}, most cached {:.1} MiB, \
+            "{name:>5} per doubling: hits {:.1} %, misses {}, most cached {:.1} MiB, \
              handed out / asked {:.3}",
             stats.hit_rate() * 100.0,
-            stats.recycled,
-            stats.misses - stats.recycled,
+            stats.misses,
             stats.peak_bytes_cached as f64 / f64::from(1 << 20),
             handed as f64 / asked as f64
         );

@@ -45,8 +45,6 @@ pub const TIME_NS: MetricSpec = MetricSpec::primary("CPU time", "ns", Better::Lo
 pub const STEP_US: MetricSpec = MetricSpec::primary("CPU time per step", "µs", Better::Lower);
 /// Requests a pool served from its cache.
 pub const HIT_RATE: MetricSpec = MetricSpec::primary("hit rate", "%", Better::Higher);
-/// Misses a pool served by resizing a cached buffer of a nearby class.
-pub const RECYCLED: MetricSpec = MetricSpec::secondary("recycled", "%", Better::Higher);
 /// Buffers a pool evicted to stay within its budget.
 pub const EVICTIONS: MetricSpec = MetricSpec::secondary("evictions", "count", Better::Lower);
 /// Peak resident set above the one before the variant was set up.

@@ -18,8 +18,8 @@
 //! - after as many untimed warm-up steps (drawn with another seed): the steady state of a
 //!   long-running loop.
 //!
-//! Reported per column: time per step, and for the pools hit rate, evictions and recycled
-//! misses, and the peak resident set above the one before the variant was set up (its cache,
+//! Reported per column: CPU time per step, and for the pools hit rate and evictions, and the
+//! peak resident set above the one before the variant was set up (its cache,
 //! or `fill_existing`'s buffers, included; warm-up steps too).
 
 use heapworks_pool::Stats;
@@ -28,7 +28,7 @@ use super::cpu_time::CpuTimer;
 use super::probe::{self, field, ProbeArgs};
 use super::rss;
 use super::variants::{Subject, Variant};
-use super::{Column, PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, RECYCLED, STEP_US};
+use super::{Column, PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, STEP_US};
 use heapworks_bench::rng::{derive_seed, Rng};
 use heapworks_bench::workloads::Config;
 
@@ -132,7 +132,7 @@ pub fn tasks(config: &Config, pattern: Pattern) -> Vec<Task> {
             Task {
                 workload: pattern.workload(),
                 case: format!("{steps} steps {start}, {}", pattern.shape()),
-                outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS, RECYCLED],
+                outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS],
                 deterministic: false,
                 run: Box::new(move |column, seed| {
                     let (variant, library) = match column {
@@ -178,7 +178,6 @@ impl PatternRun {
         if let Some(stats) = &self.stats {
             lines.push(("hit_rate", stats.hit_rate() * 100.0));
             lines.push(("evictions", stats.evictions as f64));
-            lines.push(("recycled", recycled_percent(stats)));
         }
         lines
     }
@@ -192,7 +191,6 @@ impl PatternRun {
             field(stdout, "hit_rate"),
             field(stdout, "evictions"),
             field(stdout, "peak_rss_mib"),
-            field(stdout, "recycled"),
         ])
     }
 }
@@ -265,16 +263,6 @@ fn pressure_sizes() -> Vec<usize> {
         .collect()
 }
 
-/// Recycled misses as a share of requests.
-fn recycled_percent(stats: &Stats) -> f64 {
-    let requests = stats.hits + stats.misses;
-    if requests == 0 {
-        0.0
-    } else {
-        stats.recycled as f64 * 100.0 / requests as f64
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -296,10 +284,10 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_under_pressure_hits_and_recycles_within_its_budget() {
+    fn a_pool_under_pressure_hits_within_its_budget() {
         let run = run(Pattern::BudgetPressure, Variant::InlineWithPool, 60, 0, 5).unwrap();
         let stats = run.stats.unwrap();
-        assert!(stats.hits > 0 && stats.recycled > 0, "{stats:?}");
+        assert!(stats.hits > 0 && stats.misses > 0, "{stats:?}");
         assert!(stats.peak_bytes_cached <= pressure_budget(), "{stats:?}");
         let without = super::run(
             Pattern::BudgetPressure,
@@ -318,7 +306,7 @@ mod tests {
         let (cold, warm) = (cold.stats.unwrap(), warm.stats.unwrap());
         assert!(warm.hits + warm.misses > cold.hits + cold.misses);
         let read = PatternRun::read("step_us 5\npeak_rss_mib 2\nhit_rate 50\n").unwrap();
-        assert_eq!(read, [Some(5.0), Some(50.0), None, Some(2.0), None]);
+        assert_eq!(read, [Some(5.0), Some(50.0), None, Some(2.0)]);
         assert!(PatternRun::read("peak_rss_mib 2").is_err());
     }
 

@@ -6,7 +6,7 @@
 //!
 //! - `sizes --variant V --bytes B --duration-ms D --seed S`: `ns` per get-fill-drop.
 //! - `pattern --workload W --variant V --steps N --warm-up-steps M --seed S`: the pattern's
-//!   `step_us`, and where they apply `hit_rate`, `evictions`, `peak_rss_mib`, `recycled`.
+//!   `step_us` and `peak_rss_mib`, and for a pool `hit_rate` and `evictions`.
 //! - `rounds --variant V --bytes B --rounds R`: R get-fill-drops, each through
 //!   [`measured_round`], which callgrind counts; prints `rounds R`.
 

@@ -47,22 +47,6 @@ pub trait Backend: Send + Sync + fmt::Debug {
     fn pooled_from(&self) -> usize {
         0
     }
-
-    /// The smallest size class whose cached buffers can be [`resize`]d into another class
-    /// (then a miss may recycle one instead of allocating); `usize::MAX` for none. Read
-    /// once, when the pool is made.
-    ///
-    /// [`resize`]: Backend::resize
-    fn resizable_from(&self) -> usize {
-        usize::MAX
-    }
-
-    /// Resizes `region` to at least `capacity` bytes, keeping the pages it has up to the
-    /// smaller size (contents unspecified); false, leaving it as it was, when it cannot.
-    fn resize(&self, region: &mut Region, capacity: usize) -> bool {
-        let _ = (region, capacity);
-        false
-    }
 }
 
 /// Memory owned by a pooled buffer, cached or handed out. Released when dropped.

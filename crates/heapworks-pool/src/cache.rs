@@ -59,7 +59,6 @@ pub(crate) struct Cache {
 struct Shard {
     slots: Box<[Slot]>,
     misses: AtomicU64,
-    recycled: AtomicU64,
     missed_bytes: AtomicU64,
 }
 
@@ -91,7 +90,6 @@ struct Entry {
 pub(crate) struct Counts {
     pub hits: u64,
     pub misses: u64,
-    pub recycled: u64,
     pub evictions: u64,
     pub idle_releases: u64,
     pub bytes_cached: usize,
@@ -130,7 +128,6 @@ impl Cache {
                     })
                     .collect(),
                 misses: AtomicU64::new(0),
-                recycled: AtomicU64::new(0),
                 missed_bytes: AtomicU64::new(0),
             })
             .collect();
@@ -165,25 +162,9 @@ impl Cache {
     }
 
     /// For a request of `len` bytes, the most recently returned region of any class in
-    /// `classes`, the home shard first, with its class; `None` when every one of those slots
-    /// is empty.
+    /// `classes` (shard by shard from the home shard) with its class, counted as a hit; `None`
+    /// when every one of those slots is empty.
     pub fn take(&self, classes: Range<usize>, len: usize) -> Option<(Region, usize)> {
-        self.take_newest(classes, Some(len))
-    }
-
-    /// For recycling, the most recently returned region of any class in `classes`, the home
-    /// shard first. Not a hit: the request missed.
-    pub fn take_for_recycling(&self, classes: Range<usize>) -> Option<Region> {
-        self.take_newest(classes, None).map(|(region, _)| region)
-    }
-
-    /// The most recently returned region of the classes `classes` (shard by shard from the
-    /// home shard) and its class, counted as a hit for a request of `len` bytes if given.
-    fn take_newest(
-        &self,
-        classes: Range<usize>,
-        hit_len: Option<usize>,
-    ) -> Option<(Region, usize)> {
         let home = self.home();
         let mask = self.shards.len() - 1;
         for step in 0..self.shards.len() {
@@ -200,10 +181,8 @@ impl Cache {
                 let Some(entry) = list.entries.pop_back() else {
                     continue;
                 };
-                if let Some(len) = hit_len {
-                    list.hits += 1;
-                    list.hit_bytes += len as u64;
-                }
+                list.hits += 1;
+                list.hit_bytes += len as u64;
                 slot.note_ends(&list);
                 drop(list);
                 self.reserved.fetch_sub(entry.region.capacity(), Relaxed);
@@ -211,11 +190,6 @@ impl Cache {
             }
         }
         None
-    }
-
-    /// Counts a miss served by recycling another class's region.
-    pub fn count_recycled(&self) {
-        self.shards[self.home()].recycled.fetch_add(1, Relaxed);
     }
 
     /// Counts a request of `len` bytes served by a fresh region.
@@ -383,7 +357,6 @@ impl Cache {
         };
         for shard in self.shards.iter() {
             counts.misses += shard.misses.load(Relaxed);
-            counts.recycled += shard.recycled.load(Relaxed);
             counts.bytes_handed_out += shard.missed_bytes.load(Relaxed);
             for slot in shard.slots.iter() {
                 let list = slot.lock();
@@ -460,11 +433,6 @@ mod tests {
         assert!(cache.take(2..4, 90).is_none());
         // A range running past the last class is cut to it.
         assert_eq!(capacity_and_class(cache.take(4..99, 90)), Some((130, 4)));
-        assert_eq!(cache.counts().hits, 3);
-        assert_eq!(
-            cache.take_for_recycling(0..1).map(|r| r.capacity()),
-            Some(100)
-        );
         assert_eq!(cache.counts().hits, 3);
     }
 

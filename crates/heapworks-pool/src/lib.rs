@@ -19,9 +19,6 @@
 //! - **Cache** (module `cache`): per shard and class, a deque of returned buffers in return
 //!   order. A thread returns to and takes from its home shard first, under one slot's lock:
 //!   no lock is common to all threads on the hit path.
-//! - **Recycling**: a miss grows the most recently returned inline mapping of the classes up
-//!   to a doubling below with `mremap` (its resident pages need no new fault) before mapping a
-//!   fresh one. Heap and shared-memory buffers are never resized.
 //! - **Budget and eviction**: cached bytes never exceed [`Config::budget`] at any instant: a
 //!   return first reserves its bytes, evicting the least recently returned buffers of any
 //!   class, and releases the returned buffer instead if it cannot fit. A budget of 0 turns

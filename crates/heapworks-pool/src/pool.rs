@@ -13,7 +13,7 @@ use std::time::Duration;
 use crate::backend::{Backend, Inline, Region, SharedMapping, SharedMemory, ShmHandle};
 use crate::buffer::{Lease, PooledBuf, Uninit};
 use crate::cache::Cache;
-use crate::class::{Class, Classes, ClassesPerDoubling};
+use crate::class::{Classes, ClassesPerDoubling};
 use crate::element::Element;
 use crate::error::PoolError;
 
@@ -59,9 +59,6 @@ impl Config {
 pub struct Stats {
     /// Requests served by a cached buffer (of their class or up to a doubling above it).
     pub hits: u64,
-    /// Misses served by growing a cached inline mapping of a class up to a doubling below
-    /// with `mremap`: its pages are reused. Counted in `misses` too.
-    pub recycled: u64,
     /// Requests served by a fresh buffer from the backend, to be cached when dropped.
     /// (Requests the backend serves directly, too small to be worth caching, are not pool
     /// traffic and not counted at all: see [`Inline::pool_heap_buffers`].)
@@ -107,8 +104,6 @@ pub(crate) struct Shared {
     /// Requests of at most this many bytes (those whose class is below the backend's
     /// [`Backend::pooled_from`]) pass through to the global allocator; 0 for none.
     pass_through_up_to: usize,
-    /// The backend's [`Backend::resizable_from`].
-    resizable_from: usize,
     id: u64,
     budget: usize,
     closed: AtomicBool,
@@ -177,7 +172,6 @@ impl Pool {
                 cache: Cache::new(classes.count(), shards, config.budget, config.idle_release),
                 classes,
                 pass_through_up_to,
-                resizable_from: backend.resizable_from(),
                 backend: Box::new(backend),
                 id: unique_id(),
                 budget: config.budget,
@@ -235,8 +229,7 @@ impl Pool {
     }
 
     /// A buffer of `len > 0` bytes: the most recently returned one cached in the request's
-    /// class or the classes up to a doubling above it, or else a smaller one recycled, or
-    /// else a fresh one from the backend.
+    /// class or the classes up to a doubling above it, or else a fresh one from the backend.
     #[inline(never)]
     fn lease_pooled(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         let shared = &self.shared;
@@ -247,36 +240,12 @@ impl Pool {
         let (region, filed_under) = match shared.cache.take(fitting, len) {
             Some(hit) => hit,
             None => {
-                let region = match self.recycle(class) {
-                    Some(region) => region,
-                    None => shared.backend.allocate(class.size, zeroed)?,
-                };
+                let region = shared.backend.allocate(class.size, zeroed)?;
                 shared.cache.count_miss(len);
                 (region, class.index)
             }
         };
         Ok(Lease::pooled(region, len, filed_under, Arc::clone(shared)))
-    }
-
-    /// On a miss, when the backend can resize buffers of this class, the most recently
-    /// returned buffer of the classes up to a doubling below, grown to `class`: its pages are
-    /// kept, and only the growth faults.
-    fn recycle(&self, class: Class) -> Option<Region> {
-        let shared = &self.shared;
-        if class.size < shared.resizable_from {
-            return None;
-        }
-        let lowest = shared.classes.of(shared.resizable_from)?.index;
-        let smaller = class
-            .index
-            .saturating_sub(shared.classes.per_doubling())
-            .max(lowest)..class.index;
-        let mut region = shared.cache.take_for_recycling(smaller)?;
-        if !shared.backend.resize(&mut region, class.size) {
-            return None; // `region` is released here
-        }
-        shared.cache.count_recycled();
-        Some(region)
     }
 
     /// What the pool has done so far.
@@ -285,7 +254,6 @@ impl Pool {
         Stats {
             hits: counts.hits,
             misses: counts.misses,
-            recycled: counts.recycled,
             evictions: counts.evictions,
             idle_releases: counts.idle_releases,
             bytes_cached: counts.bytes_cached,

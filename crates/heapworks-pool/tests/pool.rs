@@ -238,31 +238,19 @@ fn a_request_takes_the_most_recent_buffer_up_to_a_doubling_above_its_class() {
 }
 
 #[test]
-fn a_miss_recycles_a_mapped_buffer_of_a_nearby_class() {
-    let pool = Pool::new(Config::default());
-    drop(pool.get_filled::<u8>(MIB, 1).unwrap());
-    // 1.5 MiB misses its class and takes the cached 1 MiB buffer, grown by mremap.
-    let grown = pool.get_filled::<u8>(3 * MIB / 2, 2).unwrap();
-    assert!(grown.iter().all(|&b| b == 2));
-    assert!(grown.capacity_bytes() >= 3 * MIB / 2);
-    let stats = pool.stats();
-    assert_eq!(
-        (stats.misses, stats.recycled, stats.buffers_cached),
-        (2, 1, 0)
-    );
-    drop(grown);
-    // 4 MiB is two doublings away: a fresh mapping.
-    drop(pool.get_filled::<u8>(4 * MIB, 3).unwrap());
-    let stats = pool.stats();
-    assert_eq!(
-        (stats.misses, stats.recycled, stats.buffers_cached),
-        (3, 1, 2)
-    );
-    // Shared memory is never recycled across classes.
-    let shared = Pool::shared_memory(Config::default());
-    drop(shared.get_filled::<u8>(MIB, 1).unwrap());
-    drop(shared.get_filled::<u8>(3 * MIB / 2, 1).unwrap());
-    assert_eq!(shared.stats().recycled, 0);
+fn a_smaller_cached_buffer_is_never_handed_out() {
+    for pool in [
+        Pool::new(Config::default()),
+        Pool::shared_memory(Config::default()),
+    ] {
+        let name = pool.backend_name();
+        let small = address(&pool.get_filled::<u8>(MIB, 1).unwrap());
+        let larger = pool.get_filled::<u8>(MIB + 1, 2).unwrap();
+        assert_ne!(address(&larger), small, "{name}");
+        assert!(larger.iter().all(|&b| b == 2), "{name}");
+        let stats = pool.stats();
+        assert_eq!((stats.misses, stats.buffers_cached), (2, 1), "{name}");
+    }
 }
 
 #[test]

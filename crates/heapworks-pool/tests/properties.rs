@@ -1,8 +1,7 @@
 //! Property tests: random sequences of gets and drops against an exact model of the cache
 //! (single thread: size classes, a hit taking the most recently returned buffer of the
-//! request's class or the classes up to a doubling above, a miss recycling the most recent
-//! mapped buffer of the classes up to a doubling below, every buffer filed under the class it
-//! was made or grown for, LRU eviction across classes under the budget), checking after every
+//! request's class or the classes up to a doubling above, every buffer filed under the class
+//! it was made for, LRU eviction across classes under the budget), checking after every
 //! step that no two live buffers overlap, that every live buffer still holds what its holder
 //! wrote (so none was handed out twice), and that the pool's counts equal the model's.
 
@@ -24,8 +23,8 @@ const SIZES: [usize; 11] = [
     900_000,
     1 << 20,
 ];
-/// Classes per doubling (the default), hence how far a request looks for a cached buffer
-/// above its class and a miss for one to recycle below.
+/// Classes per doubling (the default), hence how far above its class a request looks for a
+/// cached buffer.
 const REACH: usize = 4;
 
 #[derive(Debug, Clone)]
@@ -50,7 +49,6 @@ struct Model {
     cached: Vec<(usize, usize)>,
     hits: u64,
     misses: u64,
-    recycled: u64,
     evictions: u64,
     peak: usize,
 }
@@ -65,21 +63,13 @@ impl Model {
         self.cached.iter().rposition(|(c, _)| classes.contains(c))
     }
 
-    /// Serves a request of class `class`, which can grow a smaller buffer of a class from
-    /// `lowest_recyclable` if `recyclable`; the class its buffer goes back under.
-    fn get(&mut self, class: usize, recyclable: bool, lowest_recyclable: usize) -> usize {
+    /// Serves a request of class `class`; the class its buffer goes back under.
+    fn get(&mut self, class: usize) -> usize {
         if let Some(at) = self.newest(class..class + REACH) {
             self.hits += 1;
             return self.cached.remove(at).0;
         }
         self.misses += 1;
-        if recyclable {
-            let from = class.saturating_sub(REACH).max(lowest_recyclable);
-            if let Some(at) = self.newest(from..class) {
-                self.cached.remove(at);
-                self.recycled += 1;
-            }
-        }
         class
     }
 
@@ -129,21 +119,14 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
         Kind::Inline => class_size >= inline.map_threshold,
         Kind::InlineAll | Kind::Shared => true,
     };
-    // Inline mappings can be resized into another class; heap and shared buffers cannot.
-    let recyclable = |class_size: usize| match kind {
-        Kind::Inline | Kind::InlineAll => class_size >= inline.map_threshold,
-        Kind::Shared => false,
-    };
     let classes = Classes::new(ClassesPerDoubling::default());
-    let lowest_recyclable = classes.of(inline.map_threshold).unwrap().index;
     let mut model = Model::default();
     let mut live: Vec<Live> = Vec::new();
     for (number, step) in steps.iter().enumerate() {
         match *step {
             Step::Get { size } => {
                 let class = classes.of(size).unwrap();
-                let home = pooled(class.size)
-                    .then(|| model.get(class.index, recyclable(class.size), lowest_recyclable));
+                let home = pooled(class.size).then(|| model.get(class.index));
                 let mark = number as u8;
                 let buf = pool.get_filled::<u8>(size, mark).unwrap();
                 live.push((buf, mark, home));
@@ -177,7 +160,6 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
         let stats = pool.stats();
         prop_assert_eq!(stats.hits, model.hits);
         prop_assert_eq!(stats.misses, model.misses);
-        prop_assert_eq!(stats.recycled, model.recycled);
         prop_assert_eq!(stats.evictions, model.evictions);
         prop_assert_eq!(stats.bytes_cached, model.bytes());
         prop_assert_eq!(stats.peak_bytes_cached, model.peak);

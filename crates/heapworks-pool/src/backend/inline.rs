@@ -56,25 +56,6 @@ impl Backend for Inline {
             self.map_threshold
         }
     }
-
-    fn resizable_from(&self) -> usize {
-        self.map_threshold
-    }
-
-    fn resize(&self, region: &mut Region, capacity: usize) -> bool {
-        let (Memory::Mapped, Some(len)) = (&region.memory, page_rounded(capacity)) else {
-            return false;
-        };
-        // SAFETY: the region is a whole private mapping of `region.capacity` bytes that it
-        // owns, and no pointer into the old range survives: the region is updated below.
-        let Ok(ptr) = (unsafe { mapping::remap(region.ptr, region.capacity, len) }) else {
-            return false;
-        };
-        region.ptr = ptr;
-        region.capacity = len;
-        region.zeroed = false;
-        true
-    }
 }
 
 /// A heap region of `capacity` bytes.

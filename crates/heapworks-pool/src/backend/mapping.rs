@@ -67,37 +67,6 @@ pub(crate) fn map(
     placed
 }
 
-/// Moves the private mapping of `old_len` bytes at `ptr` to one of `new_len` bytes (whole
-/// pages), its pages with it, at a 2 MiB boundary when `new_len` is at least [`HUGE_PAGE`]
-/// (the kernel moves huge pages whole between aligned addresses; elsewhere it splits them).
-///
-/// # Safety
-/// `ptr..ptr + old_len` is a whole mapping the caller owns; on success no pointer into it
-/// may be used any more.
-pub(crate) unsafe fn remap(
-    ptr: NonNull<u8>,
-    old_len: usize,
-    new_len: usize,
-) -> io::Result<NonNull<u8>> {
-    let old = ptr.as_ptr().cast();
-    let moved = if new_len < HUGE_PAGE {
-        // SAFETY: the caller's whole mapping, moved wherever the kernel finds room.
-        unsafe { libc::mremap(old, old_len, new_len, libc::MREMAP_MAYMOVE) }
-    } else {
-        let reservation = Reservation::new(new_len)?;
-        let flags = libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED;
-        // SAFETY: the caller's whole mapping, moved over the start of this module's own
-        // reservation, which nothing else refers to.
-        let moved = unsafe { libc::mremap(old, old_len, new_len, flags, reservation.start()) };
-        reservation.release_around(new_len, moved != libc::MAP_FAILED);
-        moved
-    };
-    if moved == libc::MAP_FAILED {
-        return Err(io::Error::last_os_error());
-    }
-    NonNull::new(moved.cast()).ok_or_else(|| io::Error::from_raw_os_error(libc::ENOMEM))
-}
-
 /// An inaccessible reservation with room for `len` bytes from its first 2 MiB boundary.
 struct Reservation {
     base: usize,
@@ -275,27 +244,6 @@ mod tests {
         let small = map(64 << 10, private, -1, 0).unwrap();
         unmap(small, 64 << 10);
         assert!(map(usize::MAX - 4095, private, -1, 0).is_err());
-    }
-
-    #[test]
-    fn a_mapping_grown_past_a_huge_page_moves_to_a_boundary_with_its_contents() {
-        let private = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
-        let mut len = 256 << 10;
-        let mut ptr = map(len, private, -1, 0).unwrap();
-        let marked = len - 1;
-        // SAFETY: inside the mapping just made.
-        unsafe { ptr.as_ptr().add(marked).write(7) };
-        for new_len in [512 << 10, 5 * HUGE_PAGE / 2, 4 * HUGE_PAGE] {
-            // SAFETY: the whole mapping; the old pointer is replaced by the result.
-            ptr = unsafe { remap(ptr, len, new_len) }.unwrap();
-            len = new_len;
-            if len >= HUGE_PAGE {
-                assert_eq!(ptr.as_ptr() as usize % HUGE_PAGE, 0, "{len}");
-            }
-            // SAFETY: within the grown mapping.
-            assert_eq!(unsafe { ptr.as_ptr().add(marked).read() }, 7, "{len}");
-        }
-        unmap(ptr, len);
     }
 
     /// Shared memory made huge keeps its zeros; where the kernel says it collapsed the
