@@ -4,8 +4,8 @@
 //! (the alignment granule) while `len` is at most `64 × classes per doubling`, above that
 //! `2^p / classes per doubling` where `2^p < len ≤ 2^(p+1)`. A fresh buffer is made at the
 //! class size, and every buffer cached in a class is at least that large, so any request of
-//! the class or of a smaller one fits any of its buffers. A request takes a buffer of its
-//! class or of the next `classes per doubling - 1` classes: less than twice its class size.
+//! the class or of a smaller one fits any of its buffers. A pool looks for a request's buffer
+//! in its class and the classes of the next two doublings (see `Pool`'s matching rule).
 //!
 //! Invariants: the class size is at least `len` and less than `len + max(64 B, len / k)`
 //! (k = classes per doubling), so a fresh buffer is below 64 B or below `1/k` of the request

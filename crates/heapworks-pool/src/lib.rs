@@ -11,11 +11,12 @@
 //!   it: at most 64 B or 1/4 (25 %) over the request, or 1/8, 1/2 with
 //!   [`ClassesPerDoubling::Eight`] and [`ClassesPerDoubling::Two`].
 //! - **Matching**: a request takes the most recently returned cached buffer of its class or of
-//!   the classes up to a doubling above it, so a buffer handed out is less than twice its
-//!   request's class (less than 2.5 times the request). Why: shapes that vary then hit a few
-//!   buffers, whose memory is the most likely still in the CPU's caches, rather than one
-//!   buffer per class (measured in the crate's TUNING.md). A buffer always goes back under
-//!   the class it was made for.
+//!   the classes up to a doubling above it; if there is none, of the next doubling. A buffer
+//!   handed out is less than four times its request's class (five times the request). Why:
+//!   shapes that vary then reuse a few buffers, whose memory is the most likely still in the
+//!   CPU's caches, rather than one buffer per class, and the nearest doubling first keeps a
+//!   small request from taking the large buffer a large one needs (measured in the crate's
+//!   TUNING.md). A buffer always goes back under the class it was made for.
 //! - **Cache** (module `cache`): per shard and class, a deque of returned buffers in return
 //!   order. A thread returns to and takes from its home shard first, under one slot's lock:
 //!   no lock is common to all threads on the hit path.

@@ -17,6 +17,12 @@ use crate::class::{Classes, ClassesPerDoubling};
 use crate::element::Element;
 use crate::error::PoolError;
 
+/// How many doublings above its class a request looks for a cached buffer, the nearest
+/// doubling first: a buffer handed out is less than `2^FIT_DOUBLINGS` times its request's
+/// class. Why two: shapes that vary then reuse a few buffers whose memory the CPU's caches
+/// still hold, at no more memory than one (TUNING.md).
+const FIT_DOUBLINGS: usize = 2;
+
 /// How a pool behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Config {
@@ -57,7 +63,7 @@ impl Config {
 /// What a pool has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Requests served by a cached buffer (of their class or up to a doubling above it).
+    /// Requests served by a cached buffer (of their class or up to two doublings above it).
     pub hits: u64,
     /// Requests served by a fresh buffer from the backend, to be cached when dropped.
     /// (Requests the backend serves directly, too small to be worth caching, are not pool
@@ -229,15 +235,20 @@ impl Pool {
     }
 
     /// A buffer of `len > 0` bytes: the most recently returned one cached in the request's
-    /// class or the classes up to a doubling above it, or else a fresh one from the backend.
+    /// class or the classes up to a doubling above it, or else in the next doubling (up to
+    /// [`FIT_DOUBLINGS`]), or else a fresh one from the backend.
     #[inline(never)]
     fn lease_pooled(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         let shared = &self.shared;
         let Some(class) = shared.classes.of(len) else {
             return Err(PoolError::TooLarge { len });
         };
-        let fitting = class.index..class.index + shared.classes.per_doubling();
-        let (region, filed_under) = match shared.cache.take(fitting, len) {
+        let per_doubling = shared.classes.per_doubling();
+        let taken = (0..FIT_DOUBLINGS).find_map(|doubling| {
+            let from = class.index + doubling * per_doubling;
+            shared.cache.take(from..from + per_doubling, len)
+        });
+        let (region, filed_under) = match taken {
             Some(hit) => hit,
             None => {
                 let region = shared.backend.allocate(class.size, zeroed)?;

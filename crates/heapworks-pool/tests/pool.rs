@@ -192,8 +192,8 @@ fn the_budget_evicts_the_least_recently_returned_buffers() {
     assert_eq!((stats.buffers_cached, stats.evictions), (3, 1));
     assert_eq!(stats.bytes_cached, 3 * MIB);
     assert!(stats.peak_bytes_cached <= pool.budget());
-    // A class more than a doubling larger (too far to take or grow a cached buffer) comes
-    // back and pushes out the two oldest 1 MiB buffers (1 and 2).
+    // A larger class (no cached buffer fits it) comes back and pushes out the two oldest
+    // 1 MiB buffers (1 and 2).
     drop(pool.get_filled::<u8>(5 * MIB / 2, 1).unwrap());
     assert_eq!(pool.stats().evictions, 3);
     let last = pool.get_filled::<u8>(MIB, 1).unwrap();
@@ -202,7 +202,7 @@ fn the_budget_evicts_the_least_recently_returned_buffers() {
 }
 
 #[test]
-fn a_request_takes_the_most_recent_buffer_up_to_a_doubling_above_its_class() {
+fn a_request_takes_the_most_recent_buffer_of_the_nearest_doubling_that_has_one() {
     for pool in [
         Pool::new(Config::default()),
         Pool::shared_memory(Config::default()),
@@ -213,27 +213,27 @@ fn a_request_takes_the_most_recent_buffer_up_to_a_doubling_above_its_class() {
             pool.get_filled::<u8>(MIB, 1).unwrap(),
         );
         let (large, small) = (address(&both.0), address(&both.1));
-        drop(both);
-        // Both cached; 1 MiB came back last and fits 800 KiB (less than a doubling).
+        drop(both); // the 1 MiB buffer comes back last
+                    // 800 KiB (class 896 KiB): both in its nearest doubling; the more recent one.
         let taken = pool.get_filled::<u8>(800 << 10, 2).unwrap();
         assert_eq!(address(&taken), small, "{name}");
         // 1.4 MiB: only the 1.5 MiB buffer fits.
         let second = pool.get_filled::<u8>(1400 << 10, 3).unwrap();
         assert_eq!(address(&second), large, "{name}");
         assert!(second.capacity_bytes() >= 3 * MIB / 2, "{name}");
-        drop((taken, second));
-        // 500 KiB (class 512 KiB): both buffers are a doubling or more above its class.
-        let fresh = pool.get_filled::<u8>(500 << 10, 4).unwrap();
+        drop((taken, second)); // now the 1.5 MiB buffer comes back last
+                               // 700 KiB (class 768 KiB): the 1 MiB buffer is in its nearest doubling, the more
+                               // recent 1.5 MiB one only in the next.
+        let near = pool.get_filled::<u8>(700 << 10, 4).unwrap();
+        assert_eq!(address(&near), small, "{name}");
+        // 400 KiB (class 448 KiB): nothing in its nearest doubling; 1.5 MiB in the next.
+        let far = pool.get_filled::<u8>(400 << 10, 5).unwrap();
+        assert_eq!(address(&far), large, "{name}");
+        // 250 KiB (class 256 KiB): nothing cached within two doublings: a fresh buffer.
+        let fresh = pool.get_filled::<u8>(250 << 10, 6).unwrap();
         assert!(![small, large].contains(&address(&fresh)), "{name}");
         let stats = pool.stats();
-        assert_eq!((stats.hits, stats.misses), (2, 3), "{name}");
-        // Recency, not size, picks among those that fit: the 1.5 MiB buffer came back last.
-        drop(fresh);
-        assert_eq!(
-            address(&pool.get_filled::<u8>(MIB, 5).unwrap()),
-            large,
-            "{name}"
-        );
+        assert_eq!((stats.hits, stats.misses), (4, 3), "{name}");
     }
 }
 

@@ -1,7 +1,8 @@
 //! Property tests: random sequences of gets and drops against an exact model of the cache
 //! (single thread: size classes, a hit taking the most recently returned buffer of the
-//! request's class or the classes up to a doubling above, every buffer filed under the class
-//! it was made for, LRU eviction across classes under the budget), checking after every
+//! request's class or the classes up to a doubling above, else of the next doubling, every
+//! buffer filed under the class it was made for, LRU eviction across classes under the
+//! budget), checking after every
 //! step that no two live buffers overlap, that every live buffer still holds what its holder
 //! wrote (so none was handed out twice), and that the pool's counts equal the model's.
 
@@ -9,8 +10,9 @@ use heapworks_pool::class::Classes;
 use heapworks_pool::{ClassesPerDoubling, Config, Inline, Pool, PooledBuf};
 use proptest::prelude::*;
 
-/// Sizes in bytes: tiny ones, neighbours in one class, and mapped ones in nearby classes.
-const SIZES: [usize; 11] = [
+/// Sizes in bytes: tiny ones, neighbours in one class, and mapped ones within one, two and
+/// three doublings.
+const SIZES: [usize; 12] = [
     1,
     60,
     64,
@@ -22,9 +24,10 @@ const SIZES: [usize; 11] = [
     400_000,
     900_000,
     1 << 20,
+    3 << 20,
 ];
-/// Classes per doubling (the default), hence how far above its class a request looks for a
-/// cached buffer.
+/// Classes per doubling (the default): a request looks for a cached buffer in its class and
+/// the next `REACH - 1`, then in the `REACH` classes after those.
 const REACH: usize = 4;
 
 #[derive(Debug, Clone)]
@@ -65,7 +68,8 @@ impl Model {
 
     /// Serves a request of class `class`; the class its buffer goes back under.
     fn get(&mut self, class: usize) -> usize {
-        if let Some(at) = self.newest(class..class + REACH) {
+        let nearest = self.newest(class..class + REACH);
+        if let Some(at) = nearest.or_else(|| self.newest(class + REACH..class + 2 * REACH)) {
             self.hits += 1;
             return self.cached.remove(at).0;
         }
