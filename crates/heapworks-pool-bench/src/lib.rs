@@ -58,20 +58,22 @@ heapworks_bench::registry! {
         Sizes = (
             "pool_sizes",
             "seed 002's experiment: get a tensor of n f32, fill every element with a \
-             non-default value, drop it, in a loop; ns per round, 4 B to 100 MB"
+             non-default value, drop it, in a loop; CPU ns per round, 4 B to 100 MB"
         ),
         /// A text model's layers with varying sequence lengths.
         VariableShape = (
             "pool_variable_shape",
             "a text model's layer per step: hidden L×768, MLP L×3072 and attention \
-             12×L×L f32 live at once, L drawn log-uniformly from 8 to 512 tokens; time \
-             per step, hit rate, evictions, peak RSS above the start"
+             12×L×L f32 live at once, L drawn log-uniformly from 8 to 512 tokens, each \
+             column in a process of its own, from its start and after warm-up steps; CPU \
+             time per step, hit rate, evictions, peak RSS above the start"
         ),
         /// A working set twice the budget.
         BudgetPressure = (
             "pool_budget_pressure",
             "one tensor per step of 12 sizes from 1 MiB (25 % apart) drawn uniformly, \
-             under a budget of half their total: time per step, hit rate, evictions, \
+             under a budget of half their total, each column in a process of its own, from \
+             its start and after warm-up steps: CPU time per step, hit rate, evictions, \
              peak RSS above the start"
         ),
         /// Instructions per get-fill-drop under callgrind.
