@@ -1,6 +1,7 @@
 //! The issue's performance targets, judged from a run's medians: one `note:` line each, met or
 //! MISSED with the figures; nothing for a target whose cells the run did not measure.
 
+use super::instructions::INSTRUCTIONS;
 use super::sizes::{self, HD_F32};
 use super::variants::Variant;
 use super::{PoolWorkload, STEP_US, TIME_NS};
@@ -34,18 +35,29 @@ fn verdict(met: bool) -> &'static str {
     }
 }
 
-/// The median time of `column` at the size named `case` of `pool_sizes`.
-fn time(results: &Results, case: &str, column: &str) -> Option<f64> {
+/// The median of `metric` for `column` in `workload`'s `case`.
+fn median(
+    results: &Results,
+    workload: PoolWorkload,
+    case: &str,
+    column: &str,
+    metric: &str,
+) -> Option<f64> {
     results
         .cells
         .iter()
         .find(|c| {
-            c.workload == PoolWorkload::Sizes.name()
+            c.workload == workload.name()
                 && c.case == case
                 && c.allocator == column
-                && c.metric == TIME_NS.name
+                && c.metric == metric
         })
         .and_then(Cell::median)
+}
+
+/// The median time of `column` at the size named `case` of `pool_sizes`.
+fn time(results: &Results, case: &str, column: &str) -> Option<f64> {
+    median(results, PoolWorkload::Sizes, case, column, TIME_NS.name)
 }
 
 /// The `pool_sizes` cells of sizes of at least 1 MiB whose column passes `keep`.
@@ -108,15 +120,13 @@ fn tiny_tensor(results: &Results) -> Option<String> {
     let without = time(results, &tiny, Variant::InlineWithoutPool.name())?;
     let overhead = with - without;
     let counted = |column: &str| {
-        results
-            .cells
-            .iter()
-            .find(|c| {
-                c.workload == PoolWorkload::Instructions.name()
-                    && c.case == tiny
-                    && c.allocator == column
-            })
-            .and_then(Cell::median)
+        median(
+            results,
+            PoolWorkload::Instructions,
+            &tiny,
+            column,
+            INSTRUCTIONS.name,
+        )
     };
     let instructions = match (
         counted(Variant::InlineWithPool.name()),
@@ -169,16 +179,7 @@ fn peers(results: &Results) -> Option<String> {
 /// the issue sets a bound, else stated.
 fn patterns(results: &Results, workload: PoolWorkload, most: Option<f64>) -> Vec<String> {
     let step = |case: &str, variant: Variant| {
-        results
-            .cells
-            .iter()
-            .find(|c| {
-                c.workload == workload.name()
-                    && c.case == case
-                    && c.allocator == variant.name()
-                    && c.metric == STEP_US.name
-            })
-            .and_then(Cell::median)
+        median(results, workload, case, variant.name(), STEP_US.name)
     };
     let mut cases: Vec<&str> = Vec::new();
     for cell in results
