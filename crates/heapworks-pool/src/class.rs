@@ -215,13 +215,19 @@ mod tests {
             let classes = Classes::new(spacing);
             let mut last = classes.of(1).unwrap();
             assert_eq!(last.index, 0);
-            for len in 2..200_000usize {
+            // Every length natively; a sample under Miri, which runs this 100 times slower.
+            let stride = if cfg!(miri) { 97 } else { 1 };
+            for len in (2..200_000usize).step_by(stride) {
                 let class = classes.of(len).unwrap();
                 let bound = (len as f64 * spacing.max_slack()).max(GRANULE as f64);
                 assert!(class.size >= len, "{spacing:?} {len}");
                 assert!(((class.size - len) as f64) < bound, "{spacing:?} {len}");
-                assert!(class.index == last.index || class.index == last.index + 1);
                 assert_eq!(class.index == last.index, class.size == last.size);
+                if stride == 1 {
+                    assert!(class.index == last.index || class.index == last.index + 1);
+                } else {
+                    assert!(class.index >= last.index);
+                }
                 assert_eq!(classes.size_of(class.index), class.size);
                 last = class;
             }
