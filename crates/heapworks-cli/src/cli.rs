@@ -77,7 +77,8 @@ enum Command {
     /// Internal: one trace replay, run under valgrind by `replay --instructions`.
     #[command(hide = true, name = "replay-probe")]
     ReplayProbe(ProbeCommandLine),
-    /// Internal: one get-fill-drop measurement, run under a preloaded malloc by `bench --pool`.
+    /// Internal: one measurement of `bench --pool` in a process of its own (a preloaded malloc,
+    /// a fresh start, or under callgrind).
     #[command(hide = true, name = "pool-probe")]
     PoolProbe(ProbeCommandLine),
 }
@@ -180,8 +181,8 @@ pub fn main() -> ExitCode {
         Command::ReplayProbe(probe) => {
             replay::ProbeArgs::parse(&probe.args).and_then(|args| replay::probe(&args))
         }
-        Command::PoolProbe(probe) => pool_bench::peers::ProbeArgs::parse(&probe.args)
-            .and_then(|args| pool_bench::peers::probe(&args)),
+        Command::PoolProbe(probe) => pool_bench::probe::ProbeArgs::parse(&probe.args)
+            .and_then(|args| pool_bench::probe::run(&args)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

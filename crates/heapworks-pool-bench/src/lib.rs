@@ -2,7 +2,8 @@
 //! in shared memory, in one run (seed 002's experiment, and its future work).
 //!
 //! - [`variants`]: the columns: `fill_existing` (the baseline), `inline_without_pool`,
-//!   `inline_with_pool`, `shm_without_pool`, `shm_with_pool`.
+//!   `inline_fresh_mapping`, `inline_with_pool`, `shm_without_pool`, `shm_with_pool` (and,
+//!   when named, `inline_with_pool_4k`, `shm_with_pool_4k`: both pools without huge pages).
 //! - [`sizes`]: get-fill-drop of one size in a loop, 4 B to 100 MB.
 //! - [`patterns`]: variable shapes (a text model's layers) and a working set above the budget,
 //!   with hit rates, evictions and peak RSS.
@@ -11,14 +12,18 @@
 //!   in a process of their own (`LD_PRELOAD`), as columns of `pool_sizes`.
 //! - [`targets`]: the issue's performance targets judged from a run's medians.
 //!
-//! Every workload is a list of [`Task`]s. A task's trials are interleaved variant by variant
+//! Times are the measuring thread's CPU time ([`cpu_time`]), not wall-clock time: the machine
+//! is shared. Every workload is a list of [`Task`]s. A task's trials are interleaved variant by variant
 //! (trial 1 of every variant, then trial 2, …, each trial starting one variant further), with
 //! one seed per trial shared by all; each cell is the median of the trials. Cells are the same
 //! as `bench`'s, so the table, JSON, CSV and HTML renderers print them, with ratios to
 //! `fill_existing`.
 
+pub mod cpu_time;
+pub mod instructions;
 pub mod patterns;
 pub mod peers;
+pub mod probe;
 pub mod rss;
 pub mod sizes;
 pub mod targets;
@@ -31,16 +36,15 @@ use heapworks_bench::rng::derive_seed;
 use heapworks_bench::runner::{filter_terms, in_canonical_order, summarize};
 use heapworks_bench::workloads::{Better, Config, MetricSpec};
 use heapworks_malloc_bench::libraries::{CMalloc, Library};
+use patterns::Pattern;
 use variants::Variant;
 
-/// Nanoseconds per get-fill-drop.
-pub const TIME_NS: MetricSpec = MetricSpec::primary("time", "ns", Better::Lower);
-/// Microseconds per step of a pattern.
-pub const STEP_US: MetricSpec = MetricSpec::primary("time per step", "µs", Better::Lower);
+/// Nanoseconds of CPU time per get-fill-drop ([`cpu_time`]).
+pub const TIME_NS: MetricSpec = MetricSpec::primary("CPU time", "ns", Better::Lower);
+/// Microseconds of CPU time per step of a pattern ([`cpu_time`]).
+pub const STEP_US: MetricSpec = MetricSpec::primary("CPU time per step", "µs", Better::Lower);
 /// Requests a pool served from its cache.
 pub const HIT_RATE: MetricSpec = MetricSpec::primary("hit rate", "%", Better::Higher);
-/// Misses a pool served by resizing a cached buffer of a nearby class.
-pub const RECYCLED: MetricSpec = MetricSpec::secondary("recycled", "%", Better::Higher);
 /// Buffers a pool evicted to stay within its budget.
 pub const EVICTIONS: MetricSpec = MetricSpec::secondary("evictions", "count", Better::Lower);
 /// Peak resident set above the one before the variant was set up.
@@ -54,23 +58,41 @@ heapworks_bench::registry! {
         Sizes = (
             "pool_sizes",
             "seed 002's experiment: get a tensor of n f32, fill every element with a \
-             non-default value, drop it, in a loop; ns per round, 4 B to 100 MB"
+             non-default value, drop it, in a loop; CPU ns per round, 4 B to 100 MB"
         ),
         /// A text model's layers with varying sequence lengths.
         VariableShape = (
             "pool_variable_shape",
             "a text model's layer per step: hidden L×768, MLP L×3072 and attention \
-             12×L×L f32 live at once, L drawn log-uniformly from 8 to 512 tokens; time \
-             per step, hit rate, evictions, peak RSS above the start"
+             12×L×L f32 live at once, L drawn log-uniformly from 8 to 512 tokens, each \
+             column in a process of its own, from its start and after warm-up steps; CPU \
+             time per step, hit rate, evictions, peak RSS above the start"
         ),
         /// A working set twice the budget.
         BudgetPressure = (
             "pool_budget_pressure",
             "one tensor per step of 12 sizes from 1 MiB (25 % apart) drawn uniformly, \
-             under a budget of half their total: time per step, hit rate, evictions, \
+             under a budget of half their total, each column in a process of its own, from \
+             its start and after warm-up steps: CPU time per step, hit rate, evictions, \
              peak RSS above the start"
         ),
+        /// Instructions per get-fill-drop under callgrind.
+        Instructions = (
+            "pool_instructions",
+            "instructions per get-fill-drop under callgrind (deterministic; kernel work not \
+             counted), 4 B to 1 MiB; run only when named"
+        ),
     }
+}
+
+impl PoolWorkload {
+    /// The workloads a run measures unless others are named: all but the instruction
+    /// counts, which take valgrind and minutes.
+    pub const DEFAULT: &[PoolWorkload] = &[
+        PoolWorkload::Sizes,
+        PoolWorkload::VariableShape,
+        PoolWorkload::BudgetPressure,
+    ];
 }
 
 /// What a `bench --pool` run measures.
@@ -107,7 +129,7 @@ impl PoolSelection {
         }
         let every_column = variants.is_empty() && peers.is_empty();
         let variants = match every_column {
-            true => Variant::ALL.to_vec(),
+            true => Variant::DEFAULT.to_vec(),
             false => in_canonical_order(variants, &[], Variant::ALL),
         };
         let peers = match every_column {
@@ -115,7 +137,7 @@ impl PoolSelection {
             false => in_canonical_order(peers, &[], &peers::PEERS),
         };
         Ok(Self {
-            workloads: in_canonical_order(workloads, PoolWorkload::ALL, PoolWorkload::ALL),
+            workloads: in_canonical_order(workloads, PoolWorkload::DEFAULT, PoolWorkload::ALL),
             variants,
             peers,
         })
@@ -170,6 +192,8 @@ pub struct Task {
     pub case: String,
     /// What each run reports, in order.
     pub outputs: Vec<MetricSpec>,
+    /// Whether every trial gives the same values (instruction counts): then one is run.
+    pub deterministic: bool,
     /// One trial.
     pub run: Box<RunFn>,
 }
@@ -181,8 +205,9 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &dyn Progress) 
         .iter()
         .flat_map(|workload| match workload {
             PoolWorkload::Sizes => sizes::tasks(config),
-            PoolWorkload::VariableShape => vec![patterns::variable_shape(config)],
-            PoolWorkload::BudgetPressure => vec![patterns::budget_pressure(config)],
+            PoolWorkload::VariableShape => patterns::tasks(config, Pattern::VariableShape),
+            PoolWorkload::BudgetPressure => patterns::tasks(config, Pattern::BudgetPressure),
+            PoolWorkload::Instructions => instructions::tasks(config),
         })
         .collect();
     let lineup = peers::lineup(&selection.peers);
@@ -198,7 +223,11 @@ pub fn run(config: &Config, selection: &PoolSelection, progress: &dyn Progress) 
                 .map(|(m, why)| Column::Missing(*m, why.clone())),
         )
         .collect();
-    progress.add_steps((tasks.len() * columns.len() * config.trials) as u64);
+    let trials: usize = tasks
+        .iter()
+        .map(|task| if task.deterministic { 1 } else { config.trials })
+        .sum();
+    progress.add_steps((trials * columns.len()) as u64);
     let cells = tasks
         .iter()
         .flat_map(|task| run_task(task, &columns, config, progress))
@@ -232,7 +261,8 @@ fn run_task(
 ) -> Vec<Cell> {
     let label = format!("{}/{}", task.workload.name(), task.case);
     let mut histories: Vec<History> = columns.iter().map(|_| Ok(Vec::new())).collect();
-    for trial in 0..config.trials {
+    let trials = if task.deterministic { 1 } else { config.trials };
+    for trial in 0..trials {
         let seed = derive_seed(config.seed, &label, trial);
         for k in 0..columns.len() {
             let index = (trial + k) % columns.len();

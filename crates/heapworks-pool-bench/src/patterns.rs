@@ -9,18 +9,27 @@
 //!   of 12 sizes from 1 MiB up by 25 % each (about 50 MiB in all), drawn uniformly, under a
 //!   budget of half their total: the pool must evict, and its hit rate falls to what fits.
 //!
-//! Every variant replays the same draws in a trial. Reported per variant: time per step, and
-//! for the pools hit rate and evictions, and the peak resident set above the one before the
-//! variant was set up (its cache, or `fill_existing`'s buffers, included).
-
-use std::time::Instant;
+//! Every variant replays the same draws in a trial, each in a process of its own (the hidden
+//! `pool-probe pattern`), so that every run starts alike: no pool, and a malloc that has
+//! seen nothing (in one process, glibc's heap and mmap threshold stayed warm from earlier
+//! runs while each pool started cold). The peers run the `Vec` variant with their malloc
+//! preloaded. Two cases per pattern:
+//! - from a fresh process: the steps timed from the first one, cold caches included;
+//! - after as many untimed warm-up steps (drawn with another seed): the steady state of a
+//!   long-running loop.
+//!
+//! Reported per column: CPU time per step, and for the pools hit rate and evictions, and the
+//! peak resident set above the one before the variant was set up (its cache,
+//! or `fill_existing`'s buffers, included; warm-up steps too).
 
 use heapworks_pool::Stats;
 
+use super::cpu_time::CpuTimer;
+use super::probe::{self, field, ProbeArgs};
 use super::rss;
 use super::variants::{Subject, Variant};
-use super::{Column, PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, RECYCLED, STEP_US};
-use heapworks_bench::rng::Rng;
+use super::{Column, PoolWorkload, Task, EVICTIONS, HIT_RATE, PEAK_RSS, STEP_US};
+use heapworks_bench::rng::{derive_seed, Rng};
 use heapworks_bench::workloads::Config;
 
 /// Model width (elements per token).
@@ -34,57 +43,186 @@ const VARIABLE_BUDGET: usize = 256 << 20;
 /// Sizes of the budget-pressure working set.
 const PRESSURE_SIZES: usize = 12;
 
+/// An allocation pattern that does not repeat one size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pattern {
+    /// A text model's layers with varying sequence lengths.
+    VariableShape,
+    /// A working set twice the budget.
+    BudgetPressure,
+}
+
+impl Pattern {
+    /// Its workload.
+    pub fn workload(self) -> PoolWorkload {
+        match self {
+            Pattern::VariableShape => PoolWorkload::VariableShape,
+            Pattern::BudgetPressure => PoolWorkload::BudgetPressure,
+        }
+    }
+
+    /// The pattern of the workload named `name`.
+    pub fn from_workload_name(name: &str) -> Option<Self> {
+        [Pattern::VariableShape, Pattern::BudgetPressure]
+            .into_iter()
+            .find(|pattern| pattern.workload().name() == name)
+    }
+
+    /// What the case label says besides the steps.
+    fn shape(self) -> String {
+        match self {
+            Pattern::VariableShape => "L 8–512 tokens".to_string(),
+            Pattern::BudgetPressure => {
+                let sizes = pressure_sizes();
+                format!(
+                    "{PRESSURE_SIZES} sizes 1–{:.1} MiB, budget {} MiB",
+                    (sizes[PRESSURE_SIZES - 1] * 4) as f64 / f64::from(1 << 20),
+                    pressure_budget() >> 20
+                )
+            }
+        }
+    }
+
+    /// The tensors of `steps` steps drawn with `seed` (elements each), and the most elements
+    /// each tensor of a step can have.
+    pub fn draw(self, seed: u64, steps: usize) -> (Vec<Vec<usize>>, Vec<usize>) {
+        match self {
+            Pattern::VariableShape => {
+                let lens = sequence_lengths(seed, steps)
+                    .into_iter()
+                    .map(|tokens| layer_tensors(tokens).to_vec())
+                    .collect();
+                (lens, layer_tensors(SEQUENCE.1 as usize).to_vec())
+            }
+            Pattern::BudgetPressure => {
+                let sizes = pressure_sizes();
+                let mut rng = Rng::new(seed);
+                let lens = (0..steps)
+                    .map(|_| vec![sizes[rng.below(sizes.len())]])
+                    .collect();
+                (lens, vec![sizes[PRESSURE_SIZES - 1]])
+            }
+        }
+    }
+
+    /// The pools' budget.
+    fn budget(self) -> usize {
+        match self {
+            Pattern::VariableShape => VARIABLE_BUDGET,
+            Pattern::BudgetPressure => pressure_budget(),
+        }
+    }
+}
+
 /// Steps of a pattern's run.
 fn steps(config: &Config) -> usize {
     config.pick(20, 150, 400)
 }
 
-/// The variable-shape task.
-pub fn variable_shape(config: &Config) -> Task {
+/// The tasks of `pattern`: its steps from a fresh process, and after as many warm-up steps.
+pub fn tasks(config: &Config, pattern: Pattern) -> Vec<Task> {
     let steps = steps(config);
-    Task {
-        workload: PoolWorkload::VariableShape,
-        case: format!("{steps} steps, L 8–512 tokens"),
-        outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS, RECYCLED],
-        run: Box::new(move |column, seed| {
-            let Column::Variant(variant) = *column else {
-                return Ok(vec![None; 5]); // the peers run pool_sizes only
+    [0, steps]
+        .into_iter()
+        .map(|warm_up_steps| {
+            let start = match warm_up_steps {
+                0 => "from a fresh process".to_string(),
+                n => format!("after {n} warm-up steps"),
             };
-            let lens: Vec<[usize; 3]> = sequence_lengths(seed, steps)
-                .into_iter()
-                .map(layer_tensors)
-                .collect();
-            let most = layer_tensors(SEQUENCE.1 as usize);
-            run_steps(variant, &most, VARIABLE_BUDGET, &lens, seed)
-        }),
+            Task {
+                workload: pattern.workload(),
+                case: format!("{steps} steps {start}, {}", pattern.shape()),
+                outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS],
+                deterministic: false,
+                run: Box::new(move |column, seed| {
+                    let (variant, library) = match column {
+                        Column::Variant(variant) => (*variant, None),
+                        Column::Peer(library) => (Variant::InlineWithoutPool, Some(library)),
+                        Column::Missing(_, why) => return Err(why.clone()),
+                    };
+                    let args = ProbeArgs::Pattern {
+                        pattern,
+                        variant,
+                        steps: steps as u64,
+                        warm_up_steps: warm_up_steps as u64,
+                        seed,
+                    };
+                    let exe = std::env::current_exe()
+                        .map_err(|e| format!("cannot locate this executable: {e}"))?;
+                    let stdout = probe::spawn(&exe, library, &args)?;
+                    PatternRun::read(&stdout)
+                }),
+            }
+        })
+        .collect()
+}
+
+/// What one run of a pattern measured.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PatternRun {
+    /// Microseconds of CPU time per timed step.
+    pub step_us: f64,
+    /// The pool's statistics, for a variant with a pool.
+    pub stats: Option<Stats>,
+    /// Peak resident set above the start, MiB.
+    pub peak_rss_mib: f64,
+}
+
+impl PatternRun {
+    /// The probe's output lines.
+    pub fn lines(&self) -> Vec<(&'static str, f64)> {
+        let mut lines = vec![
+            ("step_us", self.step_us),
+            ("peak_rss_mib", self.peak_rss_mib),
+        ];
+        if let Some(stats) = &self.stats {
+            lines.push(("hit_rate", stats.hit_rate() * 100.0));
+            lines.push(("evictions", stats.evictions as f64));
+        }
+        lines
+    }
+
+    /// The values of a probe's output, in the order of the task's outputs.
+    fn read(stdout: &str) -> Result<Vec<Option<f64>>, String> {
+        let step_us = field(stdout, "step_us")
+            .ok_or_else(|| format!("pool-probe printed no time: {stdout}"))?;
+        Ok(vec![
+            Some(step_us),
+            field(stdout, "hit_rate"),
+            field(stdout, "evictions"),
+            field(stdout, "peak_rss_mib"),
+        ])
     }
 }
 
-/// The budget-pressure task.
-pub fn budget_pressure(config: &Config) -> Task {
-    let steps = steps(config);
-    let sizes = pressure_sizes();
-    let budget = sizes.iter().sum::<usize>() * 4 / 2;
-    let largest = sizes[PRESSURE_SIZES - 1];
-    Task {
-        workload: PoolWorkload::BudgetPressure,
-        case: format!(
-            "{steps} steps, {PRESSURE_SIZES} sizes 1–{:.1} MiB, budget {} MiB",
-            (largest * 4) as f64 / f64::from(1 << 20),
-            budget >> 20
-        ),
-        outputs: vec![STEP_US, HIT_RATE, EVICTIONS, PEAK_RSS, RECYCLED],
-        run: Box::new(move |column, seed| {
-            let Column::Variant(variant) = *column else {
-                return Ok(vec![None; 5]); // the peers run pool_sizes only
-            };
-            let mut rng = Rng::new(seed);
-            let lens: Vec<[usize; 1]> = (0..steps)
-                .map(|_| [sizes[rng.below(sizes.len())]])
-                .collect();
-            run_steps(variant, &[largest], budget, &lens, seed)
-        }),
+/// Runs `pattern` under `variant` in this process: `warm_up_steps` untimed steps drawn with a
+/// seed derived from `seed`, then `steps` timed ones drawn with `seed`.
+pub fn run(
+    pattern: Pattern,
+    variant: Variant,
+    steps: usize,
+    warm_up_steps: usize,
+    seed: u64,
+) -> Result<PatternRun, String> {
+    let (warm_up, _) = pattern.draw(derive_seed(seed, "warm-up", 0), warm_up_steps);
+    let (timed, most) = pattern.draw(seed, steps);
+    let start_kib = rss::current_kib()?;
+    rss::reset_peak()?;
+    let mut subject = Subject::new(variant, &most, pattern.budget());
+    let value = 1.0 + (seed % 13) as f32;
+    for lens in &warm_up {
+        subject.several(lens, value)?;
     }
+    let clock = CpuTimer::start();
+    for lens in &timed {
+        subject.several(lens, value)?;
+    }
+    let step_us = clock.elapsed().as_secs_f64() * 1e6 / steps as f64;
+    Ok(PatternRun {
+        step_us,
+        stats: subject.pool().map(|pool| pool.stats()),
+        peak_rss_mib: rss::peak_kib()?.saturating_sub(start_kib) as f64 / 1024.0,
+    })
 }
 
 /// `steps` sequence lengths, log-uniform over [`SEQUENCE`].
@@ -108,6 +246,11 @@ fn layer_tensors(tokens: usize) -> [usize; 3] {
     ]
 }
 
+/// The budget-pressure pools' budget: half the working set.
+fn pressure_budget() -> usize {
+    pressure_sizes().iter().sum::<usize>() * 4 / 2
+}
+
 /// Elements of the budget-pressure sizes: 1 MiB, then 25 % more each.
 fn pressure_sizes() -> Vec<usize> {
     let mut elements = (1 << 20) / 4;
@@ -118,46 +261,6 @@ fn pressure_sizes() -> Vec<usize> {
             this
         })
         .collect()
-}
-
-/// Runs `steps` under `variant`: time per step (µs), hit rate (%) and evictions of a pool,
-/// peak RSS above the start (MiB), and the pool's recycled misses (% of requests).
-fn run_steps<const N: usize>(
-    variant: Variant,
-    most: &[usize],
-    budget: usize,
-    steps: &[[usize; N]],
-    seed: u64,
-) -> Result<Vec<Option<f64>>, String> {
-    rss::trim_heap();
-    let start_kib = rss::current_kib()?;
-    rss::reset_peak()?;
-    let mut subject = Subject::new(variant, most, budget);
-    let value = 1.0 + (seed % 13) as f32;
-    let clock = Instant::now();
-    for lens in steps {
-        subject.several(lens, value)?;
-    }
-    let step_us = clock.elapsed().as_secs_f64() * 1e6 / steps.len() as f64;
-    let peak_mib = rss::peak_kib()?.saturating_sub(start_kib) as f64 / 1024.0;
-    let stats: Option<Stats> = subject.pool().map(|pool| pool.stats());
-    Ok(vec![
-        Some(step_us),
-        stats.map(|s| s.hit_rate() * 100.0),
-        stats.map(|s| s.evictions as f64),
-        Some(peak_mib),
-        stats.map(|s| recycled_percent(&s)),
-    ])
-}
-
-/// Recycled misses as a share of requests.
-fn recycled_percent(stats: &Stats) -> f64 {
-    let requests = stats.hits + stats.misses;
-    if requests == 0 {
-        0.0
-    } else {
-        stats.recycled as f64 * 100.0 / requests as f64
-    }
 }
 
 #[cfg(test)]
@@ -181,16 +284,40 @@ mod tests {
     }
 
     #[test]
-    fn a_pool_under_pressure_hits_and_recycles() {
-        let sizes = pressure_sizes();
-        let budget = sizes.iter().sum::<usize>() * 4 / 2;
-        let mut rng = Rng::new(5);
-        let steps: Vec<[usize; 1]> = (0..60).map(|_| [sizes[rng.below(sizes.len())]]).collect();
-        let values = run_steps(Variant::InlineWithPool, &[sizes[11]], budget, &steps, 1).unwrap();
-        let (hit_rate, recycled) = (values[1].unwrap(), values[4].unwrap());
-        assert!(hit_rate > 0.0 && hit_rate < 100.0, "{hit_rate}");
-        assert!(recycled > 0.0 && hit_rate + recycled <= 100.0, "{recycled}");
-        let without = run_steps(Variant::InlineWithoutPool, &[sizes[11]], budget, &steps, 1);
-        assert_eq!(without.unwrap()[1], None);
+    fn a_pool_under_pressure_hits_within_its_budget() {
+        let run = run(Pattern::BudgetPressure, Variant::InlineWithPool, 60, 0, 5).unwrap();
+        let stats = run.stats.unwrap();
+        assert!(stats.hits > 0 && stats.misses > 0, "{stats:?}");
+        assert!(stats.peak_bytes_cached <= pressure_budget(), "{stats:?}");
+        let without = super::run(
+            Pattern::BudgetPressure,
+            Variant::InlineWithoutPool,
+            60,
+            0,
+            5,
+        );
+        assert_eq!(without.unwrap().stats, None);
+    }
+
+    #[test]
+    fn warm_up_steps_fill_the_cache_before_the_timed_ones() {
+        let cold = run(Pattern::VariableShape, Variant::ShmWithPool, 10, 0, 2).unwrap();
+        let warm = run(Pattern::VariableShape, Variant::ShmWithPool, 10, 30, 2).unwrap();
+        let (cold, warm) = (cold.stats.unwrap(), warm.stats.unwrap());
+        assert!(warm.hits + warm.misses > cold.hits + cold.misses);
+        let read = PatternRun::read("step_us 5\npeak_rss_mib 2\nhit_rate 50\n").unwrap();
+        assert_eq!(read, [Some(5.0), Some(50.0), None, Some(2.0)]);
+        assert!(PatternRun::read("peak_rss_mib 2").is_err());
+    }
+
+    #[test]
+    fn patterns_are_found_by_their_workloads_name() {
+        for pattern in [Pattern::VariableShape, Pattern::BudgetPressure] {
+            assert_eq!(
+                Pattern::from_workload_name(pattern.workload().name()),
+                Some(pattern)
+            );
+        }
+        assert_eq!(Pattern::from_workload_name("pool_sizes"), None);
     }
 }

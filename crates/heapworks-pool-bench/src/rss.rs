@@ -1,8 +1,6 @@
 //! This process's resident set from `/proc/self/status`, and resetting its peak (writing 5 to
 //! `/proc/self/clear_refs` sets `VmHWM` back to the current `VmRSS`, Linux 4.0 and later), so
-//! that one process can measure the peak of each variant in turn. Before a variant starts,
-//! glibc's malloc gives its free memory back ([`trim_heap`]): otherwise memory freed by an
-//! earlier variant would be counted in the start and reused unseen by the next.
+//! that a pattern's probe measures the peak from its own start, not the process's start-up.
 
 use std::fs;
 
@@ -10,16 +8,6 @@ use std::fs;
 pub fn reset_peak() -> Result<(), String> {
     fs::write("/proc/self/clear_refs", "5")
         .map_err(|e| format!("cannot reset the peak RSS (/proc/self/clear_refs): {e}"))
-}
-
-/// Returns the C allocator's free memory to the kernel (glibc's `malloc_trim`; nothing
-/// elsewhere).
-pub fn trim_heap() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: malloc_trim only releases free memory of glibc's heaps; it is thread-safe.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 /// The current resident set, in KiB.

@@ -1,22 +1,31 @@
 //! `pool_sizes`: seed 002's experiment. For each size from one f32 to 100 MB (log-spaced, with
 //! the HD image in f32, 1920 × 1080 × 3 × 4 B), the time to get a tensor, fill every element
 //! with a non-default value and drop it, repeated in one loop: each variant set up afresh,
-//! one untimed warm-up round (the pool's first buffer; `fill_existing`'s pages), then rounds
-//! until the trial's duration has passed (at least three).
+//! [`WARM_UP_ROUNDS`] untimed rounds, then rounds until the trial's duration has passed (at
+//! least three).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use super::cpu_time::CpuTimer;
+use super::probe::{self, field, ProbeArgs};
 use super::variants::{Subject, Variant};
-use super::{peers, Column, Task, TIME_NS};
+use super::{Column, Task, TIME_NS};
 use heapworks_bench::timing::Deadline;
 use heapworks_bench::workloads::{Config, Scale};
 
 /// 1920 × 1080 × 3 channels × 4 B: an HD image in f32 (seed 002's large case).
 pub const HD_F32: usize = 1920 * 1080 * 3 * 4;
 /// The pools' budget: room for the largest size.
-const BUDGET: usize = 256 << 20;
+pub const BUDGET: usize = 256 << 20;
 /// Fewest timed rounds of a measurement.
 const MIN_ROUNDS: usize = 3;
+/// Untimed rounds before a measurement, the same for every variant and peer: enough for each
+/// to reach its steady state. A pool needs one (its first buffer); glibc needs two at sizes
+/// from its mmap threshold to 32 MiB: the first block is mapped and its free raises the
+/// threshold, the second grows the heap (a page fault per 4 KiB) and is reused from then on.
+/// With one, a fresh process's glibc paid those faults inside the timed rounds (HD image:
+/// 4.96 ms against 3.55 ms for the same glibc already warm).
+pub const WARM_UP_ROUNDS: usize = 2;
 
 /// The sizes of a run, in bytes (multiples of 4).
 pub fn sizes(config: &Config) -> Vec<usize> {
@@ -73,6 +82,7 @@ pub fn tasks(config: &Config) -> Vec<Task> {
                 workload: super::PoolWorkload::Sizes,
                 case: label(bytes),
                 outputs: vec![TIME_NS],
+                deterministic: false,
                 run: Box::new(move |column, seed| {
                     let ns = match column {
                         Column::Variant(variant) => {
@@ -81,7 +91,15 @@ pub fn tasks(config: &Config) -> Vec<Task> {
                         Column::Peer(library) => {
                             let exe = std::env::current_exe()
                                 .map_err(|e| format!("cannot locate this executable: {e}"))?;
-                            peers::measure(&exe, library, bytes, duration, seed)?
+                            let args = ProbeArgs::Sizes {
+                                variant: Variant::InlineWithoutPool,
+                                bytes: bytes as u64,
+                                duration_ms: duration.as_millis() as u64,
+                                seed,
+                            };
+                            let stdout = probe::spawn(&exe, Some(library), &args)?;
+                            field(&stdout, "ns")
+                                .ok_or_else(|| format!("pool-probe printed no time: {stdout}"))?
                         }
                         Column::Missing(_, why) => return Err(why.clone()),
                     };
@@ -92,7 +110,8 @@ pub fn tasks(config: &Config) -> Vec<Task> {
         .collect()
 }
 
-/// Nanoseconds per get-fill-drop of `n` f32 under `variant`.
+/// Nanoseconds of CPU time per get-fill-drop of `n` f32 under `variant` (the loop stops by
+/// the wall clock after `duration`).
 pub fn time_per_round(
     variant: Variant,
     n: usize,
@@ -102,11 +121,13 @@ pub fn time_per_round(
     let mut subject = Subject::new(variant, &[n], BUDGET);
     // A non-default value, different in each trial.
     let value = 1.0 + (seed % 13) as f32;
-    subject.one(n, value)?;
+    for _ in 0..WARM_UP_ROUNDS {
+        subject.one(n, value)?;
+    }
     // Rounds between deadline checks: reading the clock is not free next to a 4-byte fill.
     let batch = ((1 << 20) / (n * 4)).clamp(1, 1024);
     let deadline = Deadline::after(duration);
-    let start = Instant::now();
+    let start = CpuTimer::start();
     let mut rounds = 0;
     while rounds < MIN_ROUNDS || !deadline.passed() {
         for _ in 0..batch {

@@ -14,8 +14,10 @@ fn filter_picks_workloads_and_variants_in_canonical_order() {
     );
     assert!(selection.peers.is_empty());
     let everything = PoolSelection::from_filter(&[]).unwrap();
-    assert_eq!(everything.workloads, PoolWorkload::ALL);
-    assert_eq!(everything.variants, Variant::ALL);
+    assert_eq!(everything.workloads, PoolWorkload::DEFAULT);
+    let counted = PoolSelection::from_filter(&["pool_instructions".into()]).unwrap();
+    assert_eq!(counted.workloads, [PoolWorkload::Instructions]);
+    assert_eq!(everything.variants, Variant::DEFAULT);
     assert_eq!(everything.peers, peers::PEERS);
     let peer = PoolSelection::from_filter(&["jemalloc,glibc".into()]).unwrap();
     assert!(peer.variants.is_empty());
@@ -26,30 +28,44 @@ fn filter_picks_workloads_and_variants_in_canonical_order() {
 }
 
 #[test]
-fn a_tiny_run_measures_every_variant_and_skips_what_does_not_apply() {
+fn a_tiny_run_measures_every_variant_of_pool_sizes_in_this_process() {
     let mut config = Config::at_scale(Scale::Tiny, 1);
     config.duration = std::time::Duration::ZERO;
     let selection = PoolSelection::from_filter(&[
-        "pool_variable_shape".into(),
-        "inline_without_pool,inline_with_pool".into(),
+        "pool_sizes".into(),
+        "inline_without_pool,inline_with_pool,inline_fresh_mapping".into(),
     ])
     .unwrap();
     let results = run(&config, &selection, &heapworks_bench::progress::Silent);
-    let cells_of = |variant: Variant| {
-        results
-            .cells
-            .iter()
-            .filter(|c| c.allocator == variant.name())
-            .map(|c| (c.metric.as_str(), c.median()))
-            .collect::<Vec<_>>()
-    };
-    let with = cells_of(Variant::InlineWithPool);
-    assert_eq!(with.len(), 5, "{with:?}");
-    assert!(with.iter().all(|(_, median)| median.is_some()), "{with:?}");
-    let without = cells_of(Variant::InlineWithoutPool);
-    let metrics: Vec<&str> = without.iter().map(|(m, _)| *m).collect();
-    assert_eq!(metrics, [STEP_US.name, PEAK_RSS.name]);
+    assert_eq!(results.cells.len(), 3 * sizes::sizes(&config).len());
+    assert!(results.cells.iter().all(|c| c.median().is_some()));
     assert!(failure_notes(&results).is_empty());
+}
+
+#[test]
+fn outputs_that_do_not_apply_to_a_column_have_no_cell_and_failures_fill_every_cell() {
+    let task = Task {
+        workload: PoolWorkload::VariableShape,
+        case: "case".into(),
+        outputs: vec![STEP_US, HIT_RATE],
+        deterministic: false,
+        run: Box::new(|_, _| Ok(vec![])),
+    };
+    let trials = Ok(vec![vec![Some(2.0), None], vec![Some(4.0), None]]);
+    let cells = cells_of(&task, "inline_without_pool", &trials);
+    let metrics: Vec<&str> = cells.iter().map(|c| c.metric.as_str()).collect();
+    assert_eq!(metrics, [STEP_US.name]);
+    assert_eq!(cells[0].median(), Some(3.0));
+    let failed = cells_of(&task, "vec+jemalloc", &Err("missing: x".into()));
+    assert_eq!(failed.len(), 2);
+    assert_eq!(
+        failure_notes(&Results {
+            cells: failed,
+            ..Results::default()
+        })
+        .len(),
+        1
+    );
 }
 
 fn cell(case: &str, variant: Variant, ns: f64) -> Cell {

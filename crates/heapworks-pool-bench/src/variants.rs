@@ -5,10 +5,19 @@
 //! with a non-default value so that no page stays unmapped, read one element, drop it); only
 //! where the memory comes from differs. A subject lives for one measurement, so no variant
 //! inherits another's cache.
+//!
+//! Two baselines "without pool", since the seed's one is ambiguous: `inline_without_pool` is
+//! what a user writes (`vec![v; n]` through the process's malloc, which on glibc reuses its
+//! own heap for blocks up to 32 MiB once one was freed: glibc's dynamic mmap threshold is a
+//! reuse cache of its own), and `inline_fresh_mapping` is the seed's explanation of its 4×
+//! (a fresh allocation paying a page fault per 4 KiB: a new anonymous mapping per tensor,
+//! what every malloc does above its mmap threshold). The `_4k` variants turn huge pages off
+//! in both pooled backends, to compare them on equal pages; they run only when named.
 
 use std::hint::black_box;
+use std::ptr::{self, NonNull};
 
-use heapworks_pool::{Config, Pool, PoolError};
+use heapworks_pool::{Config, Inline, Pool, PoolError, SharedMemory};
 
 heapworks_bench::registry! {
     /// One way to get a tensor.
@@ -18,19 +27,44 @@ heapworks_bench::registry! {
         FillExisting = ("fill_existing", "refill a buffer that is already there"),
         /// A fresh `Vec<f32>` (the process's malloc) per tensor.
         InlineWithoutPool = ("inline_without_pool", "vec![v; n] (glibc malloc)"),
+        /// A fresh anonymous mapping per tensor: a page fault per 4 KiB.
+        InlineFreshMapping = (
+            "inline_fresh_mapping",
+            "mmap + munmap per tensor (a page fault per 4 KiB)"
+        ),
         /// A heapworks-pool inline buffer per tensor.
         InlineWithPool = ("inline_with_pool", "heapworks-pool inline"),
         /// A fresh memfd mapping per tensor (a shared-memory pool with budget 0).
         ShmWithoutPool = ("shm_without_pool", "memfd + mmap per tensor"),
         /// A heapworks-pool shared-memory buffer per tensor.
         ShmWithPool = ("shm_with_pool", "heapworks-pool shared memory"),
+        /// `inline_with_pool` without huge pages.
+        InlineWithPool4k = ("inline_with_pool_4k", "heapworks-pool inline, 4 KiB pages only"),
+        /// `shm_with_pool` without huge pages.
+        ShmWithPool4k = ("shm_with_pool_4k", "heapworks-pool shared memory, 4 KiB pages only"),
     }
 }
 
 impl Variant {
+    /// The variants a run measures unless others are named: all but the `_4k` ones.
+    pub const DEFAULT: &[Variant] = &[
+        Variant::FillExisting,
+        Variant::InlineWithoutPool,
+        Variant::InlineFreshMapping,
+        Variant::InlineWithPool,
+        Variant::ShmWithoutPool,
+        Variant::ShmWithPool,
+    ];
+
     /// Whether the variant has a pool whose statistics mean something.
     pub fn pools(self) -> bool {
-        matches!(self, Variant::InlineWithPool | Variant::ShmWithPool)
+        matches!(
+            self,
+            Variant::InlineWithPool
+                | Variant::ShmWithPool
+                | Variant::InlineWithPool4k
+                | Variant::ShmWithPool4k
+        )
     }
 }
 
@@ -40,6 +74,8 @@ pub enum Subject {
     Existing(Vec<Vec<f32>>),
     /// A fresh `Vec` per tensor.
     Malloc,
+    /// A fresh anonymous mapping per tensor.
+    Mapping,
     /// A pool (a pass-through one for `shm_without_pool`), and whether it caches.
     Pooled(Pool, bool),
 }
@@ -54,12 +90,30 @@ impl Subject {
                 Self::Existing(most.iter().map(|&n| vec![0.5f32; n]).collect())
             }
             Variant::InlineWithoutPool => Self::Malloc,
+            Variant::InlineFreshMapping => Self::Mapping,
             Variant::InlineWithPool => Self::Pooled(Pool::new(Config::with_budget(budget)), true),
             Variant::ShmWithoutPool => {
                 Self::Pooled(Pool::shared_memory(Config::with_budget(0)), false)
             }
             Variant::ShmWithPool => {
                 Self::Pooled(Pool::shared_memory(Config::with_budget(budget)), true)
+            }
+            Variant::InlineWithPool4k => {
+                let small_pages = Inline {
+                    huge_pages: false,
+                    ..Inline::default()
+                };
+                Self::Pooled(
+                    Pool::with_backend(Config::with_budget(budget), small_pages),
+                    true,
+                )
+            }
+            Variant::ShmWithPool4k => {
+                let small_pages = SharedMemory { huge_pages: false };
+                Self::Pooled(
+                    Pool::with_backend(Config::with_budget(budget), small_pages),
+                    true,
+                )
             }
         }
     }
@@ -84,6 +138,11 @@ impl Subject {
             Self::Malloc => {
                 let tensor = vec![value; n];
                 black_box(&tensor).last().copied()
+            }
+            Self::Mapping => {
+                let mut tensor = FreshMapping::new(n)?;
+                tensor.fill(value);
+                black_box(&*tensor).last().copied()
             }
             Self::Pooled(pool, _) => {
                 let tensor = pool.get_filled::<f32>(n, value).map_err(describe)?;
@@ -110,6 +169,15 @@ impl Subject {
                 let tensors: Vec<Vec<f32>> = lens.iter().map(|&n| vec![value; n]).collect();
                 Ok(last_elements(black_box(&tensors)))
             }
+            Self::Mapping => {
+                let mut tensors = Vec::with_capacity(lens.len());
+                for &n in lens {
+                    let mut tensor = FreshMapping::new(n)?;
+                    tensor.fill(value);
+                    tensors.push(tensor);
+                }
+                Ok(last_elements(black_box(&tensors)))
+            }
             Self::Pooled(pool, _) => {
                 let tensors = lens
                     .iter()
@@ -128,4 +196,61 @@ fn last_elements<T: std::ops::Deref<Target = [f32]>>(tensors: &[T]) -> f32 {
 
 fn describe(error: PoolError) -> String {
     error.to_string()
+}
+
+/// `n` f32 in an anonymous mapping of their own (4 KiB pages: no huge-page advice, as a
+/// malloc's large blocks), unmapped when dropped. `n` 0 maps one page.
+struct FreshMapping {
+    ptr: NonNull<f32>,
+    n: usize,
+    len: usize,
+}
+
+impl FreshMapping {
+    fn new(n: usize) -> Result<Self, String> {
+        let len = (n * 4).max(1);
+        // SAFETY: a fresh private mapping at an address of the kernel's choice.
+        let raw = unsafe {
+            libc::mmap(
+                ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            return Err(format!(
+                "mmap of {len} B: {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let ptr = NonNull::new(raw.cast()).ok_or("mmap returned address 0")?;
+        Ok(Self { ptr, n, len })
+    }
+}
+
+impl std::ops::Deref for FreshMapping {
+    type Target = [f32];
+
+    fn deref(&self) -> &[f32] {
+        // SAFETY: the mapping holds `n` f32 (zeros from the kernel, or written since), page
+        // aligned, owned by `self`.
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.n) }
+    }
+}
+
+impl std::ops::DerefMut for FreshMapping {
+    fn deref_mut(&mut self) -> &mut [f32] {
+        // SAFETY: as in `deref`; `&mut self` makes the borrow exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.n) }
+    }
+}
+
+impl Drop for FreshMapping {
+    fn drop(&mut self) {
+        // SAFETY: the whole mapping made in `new`, unmapped once, here.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
 }

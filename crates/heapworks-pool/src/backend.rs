@@ -7,16 +7,20 @@
 //!
 //! - [`Inline`]: the process heap below a threshold, private anonymous `mmap` above it (with
 //!   transparent huge pages asked for by `madvise` on buffers of 2 MiB and more).
+//! - Both mapped backends place buffers of 2 MiB and more at 2 MiB boundaries and ask for huge
+//!   pages, each the way the kernel grants them for its kind of memory (module `mapping`):
+//!   a buffer of a size sits on the same pages inline or shared.
 //! - [`SharedMemory`]: one `memfd_create` file per buffer, mapped `MAP_SHARED`, so that
 //!   another process can map the same pages from its descriptor
 //!   ([`ShmHandle`], [`SharedMapping`]); a handle travels to another process over a Unix
 //!   socket with its descriptor ([`ShmHandle::send_over`], [`ShmHandle::receive_from`]).
 
 mod handoff;
+pub(crate) mod heap;
 mod inline;
+mod mapping;
 mod shared;
 
-use std::alloc::{dealloc, Layout};
 use std::fmt;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::ptr::NonNull;
@@ -25,14 +29,7 @@ pub use handoff::ReceivedHandle;
 pub use inline::Inline;
 pub use shared::{SharedMapping, SharedMemory, ShmHandle};
 
-use crate::class::GRANULE;
 use crate::error::PoolError;
-
-/// Size from which transparent huge pages are asked for.
-const HUGE_PAGE: usize = 2 << 20;
-
-/// The alignment asked of the global allocator (what malloc gives on 64-bit targets anyway).
-const HEAP_ALIGN: usize = 16;
 
 /// A source of fresh buffers. Implemented by [`Inline`] and [`SharedMemory`]; the regions it
 /// returns can only be made inside this crate, so the set of backends is closed.
@@ -44,27 +41,11 @@ pub trait Backend: Send + Sync + fmt::Debug {
     /// zeros when `zeroed` is asked (or when the backend's memory always is).
     fn allocate(&self, capacity: usize, zeroed: bool) -> Result<Region, PoolError>;
 
-    /// The smallest size class worth caching: below it the pool hands out a buffer of
-    /// exactly the request's size and releases it on drop. Read once, when the pool is made
-    /// (the hit path compares, with no call).
+    /// The smallest size class worth caching: below it the pool hands out a block of the
+    /// global allocator of exactly the request's size, freed on drop, without calling the
+    /// backend. Read once, when the pool is made (the hand-out path compares, with no call).
     fn pooled_from(&self) -> usize {
         0
-    }
-
-    /// The smallest size class whose cached buffers can be [`resize`]d into another class
-    /// (then a miss may recycle one instead of allocating); `usize::MAX` for none. Read
-    /// once, when the pool is made.
-    ///
-    /// [`resize`]: Backend::resize
-    fn resizable_from(&self) -> usize {
-        usize::MAX
-    }
-
-    /// Resizes `region` to at least `capacity` bytes, keeping the pages it has up to the
-    /// smaller size (contents unspecified); false, leaving it as it was, when it cannot.
-    fn resize(&self, region: &mut Region, capacity: usize) -> bool {
-        let _ = (region, capacity);
-        false
     }
 }
 
@@ -79,8 +60,8 @@ pub struct Region {
 
 /// Where a region's memory lives, which says how to release it.
 enum Memory {
-    /// `std::alloc` with [`Region::heap_layout`], the region starting `offset` bytes into
-    /// the allocation (the first 64-byte boundary).
+    /// A block of the global allocator ([`heap`]), the region starting `offset` bytes into
+    /// the allocation.
     Heap { offset: u8 },
     /// A private anonymous mapping.
     Mapped,
@@ -95,15 +76,6 @@ unsafe impl Send for Region {}
 unsafe impl Sync for Region {}
 
 impl Region {
-    /// The layout of the allocation behind a heap region of `capacity` bytes: malloc's own
-    /// alignment and room to move the start to a 64-byte boundary. (Asking the allocator for
-    /// 64-byte alignment instead would take glibc's `posix_memalign`, which bypasses its
-    /// thread cache: slower than the few bytes of slack.)
-    fn heap_layout(capacity: usize) -> Option<Layout> {
-        let size = capacity.checked_add(GRANULE - HEAP_ALIGN)?;
-        Layout::from_size_align(size, HEAP_ALIGN).ok()
-    }
-
     /// The first byte.
     pub fn ptr(&self) -> NonNull<u8> {
         self.ptr
@@ -136,13 +108,9 @@ impl Region {
 impl Drop for Region {
     fn drop(&mut self) {
         match self.memory {
-            Memory::Heap { offset } => {
-                let layout = Self::heap_layout(self.capacity).expect("made with this layout");
-                // SAFETY: the region starts `offset` bytes into an allocation made by
-                // `std::alloc` with this layout (see `inline::allocate_heap`), released
-                // exactly once, here.
-                unsafe { dealloc(self.ptr.as_ptr().sub(usize::from(offset)), layout) }
-            }
+            // SAFETY: `heap::allocate` returned `ptr` and `offset` for `capacity` bytes (see
+            // `inline::allocate_heap`); the region, their only owner, releases them once, here.
+            Memory::Heap { offset } => unsafe { heap::release(self.ptr, self.capacity, offset) },
             Memory::Mapped | Memory::Shared(_) => {
                 // SAFETY: the region is a whole mapping of `capacity` bytes made by `mmap`
                 // (see `inline::map_private` and `shared::map_shared`), unmapped once, here;
@@ -167,16 +135,4 @@ impl fmt::Debug for Region {
             .field("kind", &kind)
             .finish()
     }
-}
-
-/// The system's page size.
-pub(crate) fn page_size() -> usize {
-    // SAFETY: sysconf has no preconditions.
-    let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
-    usize::try_from(size).unwrap_or(4096).max(4096)
-}
-
-/// `len` rounded up to whole pages; `None` on overflow.
-pub(crate) fn page_rounded(len: usize) -> Option<usize> {
-    len.checked_next_multiple_of(page_size())
 }

@@ -2,10 +2,15 @@
 //! (initialised elements, `Deref` to `[T]`). Both own a lease on one region and give it back
 //! to the pool when dropped.
 //!
-//! Invariants: a lease's region is owned by that lease alone until it is given back (the
+//! Invariants: a lease's memory is owned by that lease alone until it is given back (the
 //! cache hands a region to one lease only, and takes it back only from that lease's drop);
-//! the visible elements lie within the region (`count × size_of::<T>() ≤ capacity`); an empty
-//! buffer has no region and a dangling 64-byte-aligned pointer.
+//! the visible elements lie within it (`count × size_of::<T>() ≤` its capacity); an empty
+//! buffer holds nothing and has a dangling 64-byte-aligned pointer.
+//!
+//! A lease holds one of three things: nothing (an empty buffer), a block of the global
+//! allocator (a buffer too small to pool, freed on drop: the tiny-buffer path is a `malloc`
+//! and a `free` plus about thirty instructions), or a pooled region, handed back to its
+//! pool's cache on drop.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -14,20 +19,37 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::backend::{Region, ShmHandle};
+use crate::backend::{heap, Region, ShmHandle};
 use crate::element::Element;
 use crate::pool::Shared;
 
-/// The region of one handed-out buffer and where it goes back to.
+/// The memory of one handed-out buffer and where it goes when dropped.
+///
+/// Plain fields rather than an enum with payloads: the pass-through path writes and reads
+/// each at its own width (an enum's byte-wide payload written and then read back as a word
+/// stalled store forwarding, twice per tiny buffer).
 pub(crate) struct Lease {
-    /// `None` for an empty buffer.
-    region: Option<Region>,
-    /// The class and pool the region returns to; `None` for a buffer released on drop.
-    home: Option<(usize, Arc<Shared>)>,
+    /// The first byte (dangling and 64-byte aligned for an empty buffer).
+    ptr: NonNull<u8>,
     /// Bytes requested.
     len: usize,
-    /// Whether the region arrived all zeros (fresh pages, never written).
+    /// A pooled lease's region and where it goes back; `None` for an empty buffer or a block.
+    pooled: Option<Pooled>,
+    /// For a block of the global allocator (a buffer too small to pool, exactly `len` bytes,
+    /// freed on drop): how far into its allocation `ptr` is. [`NO_BLOCK`] otherwise.
+    block_offset: u8,
+    /// Whether the memory arrived all zeros (fresh pages, never written).
     zeroed_on_arrival: bool,
+}
+
+/// `block_offset` of a lease that holds no block (offsets are at most 48).
+const NO_BLOCK: u8 = u8::MAX;
+
+/// A pooled region and its home.
+struct Pooled {
+    region: Region,
+    class: usize,
+    pool: Arc<Shared>,
 }
 
 /// The address of every empty buffer: dangling, aligned like every other buffer.
@@ -37,50 +59,88 @@ struct Aligned;
 impl Lease {
     pub(crate) fn empty() -> Self {
         Self {
-            region: None,
-            home: None,
+            ptr: NonNull::<Aligned>::dangling().cast(),
             len: 0,
+            pooled: None,
+            block_offset: NO_BLOCK,
             zeroed_on_arrival: true,
         }
     }
 
-    /// A lease of `len` bytes of `region`, returned to `home` (class and pool) when dropped,
-    /// or released if there is none.
+    /// A pass-through lease of `len > 0` bytes from the global allocator (zeros if
+    /// `zeroed`); `None` when it refuses.
     #[inline]
-    pub(crate) fn new(mut region: Region, len: usize, home: Option<(usize, Arc<Shared>)>) -> Self {
+    pub(crate) fn block(len: usize, zeroed: bool) -> Option<Self> {
+        let (ptr, offset) = heap::allocate(len, zeroed)?;
+        Some(Self {
+            ptr,
+            len,
+            pooled: None,
+            block_offset: offset,
+            zeroed_on_arrival: zeroed,
+        })
+    }
+
+    /// A lease of `len` bytes of `region`, returned to class `class` of `pool` when dropped.
+    pub(crate) fn pooled(mut region: Region, len: usize, class: usize, pool: Arc<Shared>) -> Self {
         debug_assert!(len <= region.capacity());
         let zeroed_on_arrival = region.is_zeroed();
         region.mark_dirty();
         Self {
-            region: Some(region),
-            home,
+            ptr: region.ptr(),
             len,
+            pooled: Some(Pooled {
+                region,
+                class,
+                pool,
+            }),
+            block_offset: NO_BLOCK,
             zeroed_on_arrival,
         }
     }
 
-    #[inline]
-    fn ptr(&self) -> NonNull<u8> {
-        match &self.region {
-            Some(region) => region.ptr(),
-            None => NonNull::<Aligned>::dangling().cast(),
+    /// Zeroes the requested bytes unless the memory arrived zeroed.
+    pub(crate) fn zero_if_dirty(&mut self) {
+        if !self.zeroed_on_arrival {
+            // SAFETY: the lease owns at least `len` bytes from `ptr`.
+            unsafe { self.ptr.as_ptr().write_bytes(0, self.len) };
         }
     }
 
-    /// Zeroes the requested bytes unless the region arrived zeroed.
-    pub(crate) fn zero_if_dirty(&mut self) {
-        if !self.zeroed_on_arrival {
-            // SAFETY: the lease owns its region, of at least `len` bytes from `ptr` (or `len`
-            // is 0 for an empty lease).
-            unsafe { self.ptr().as_ptr().write_bytes(0, self.len) };
+    /// Bytes of memory the lease holds.
+    fn capacity(&self) -> usize {
+        match &self.pooled {
+            Some(pooled) => pooled.region.capacity(),
+            None => self.len,
         }
     }
 }
 
 impl Drop for Lease {
+    #[inline]
     fn drop(&mut self) {
-        if let (Some(region), Some((class, pool))) = (self.region.take(), &self.home) {
-            pool.give_back(*class, region);
+        if self.block_offset != NO_BLOCK {
+            // SAFETY: `heap::allocate` returned `ptr` and `block_offset` for `len` bytes, and
+            // this lease, their only owner, releases them once, here.
+            unsafe { heap::release(self.ptr, self.len, self.block_offset) };
+        } else if self.pooled.is_some() {
+            self.give_back();
+        }
+    }
+}
+
+impl Lease {
+    /// Hands a pooled lease's region back to its pool (out of line: the small buffers'
+    /// drop stays short).
+    #[inline(never)]
+    fn give_back(&mut self) {
+        if let Some(Pooled {
+            region,
+            class,
+            pool,
+        }) = self.pooled.take()
+        {
+            pool.give_back(class, region);
         }
     }
 }
@@ -119,7 +179,7 @@ impl<T: Element> Uninit<T> {
     pub fn as_uninit_mut(&mut self) -> &mut [MaybeUninit<T>] {
         // SAFETY: the lease owns `count × size_of::<T>()` bytes from its pointer, aligned to
         // 64 B (hence for `T`, `Element`'s contract); `MaybeUninit` needs no initialisation.
-        unsafe { std::slice::from_raw_parts_mut(self.lease.ptr().as_ptr().cast(), self.count) }
+        unsafe { std::slice::from_raw_parts_mut(self.lease.ptr.as_ptr().cast(), self.count) }
     }
 
     /// Every element set to `value`.
@@ -168,14 +228,14 @@ pub struct PooledBuf<T: Element = u8> {
 impl<T: Element> PooledBuf<T> {
     /// Bytes of memory behind the buffer (its size class, at least `len × size_of::<T>()`).
     pub fn capacity_bytes(&self) -> usize {
-        self.lease.region.as_ref().map_or(0, Region::capacity)
+        self.lease.capacity()
     }
 
     /// The elements as bytes.
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: the elements are initialised and `Element`s have no padding, so all
         // `len × size_of::<T>()` bytes are initialised; the lease owns them.
-        unsafe { std::slice::from_raw_parts(self.lease.ptr().as_ptr(), self.lease.len) }
+        unsafe { std::slice::from_raw_parts(self.lease.ptr.as_ptr(), self.lease.len) }
     }
 
     /// The handle another process maps this buffer by, if it is in shared memory. The
@@ -183,7 +243,7 @@ impl<T: Element> PooledBuf<T> {
     /// before dropping the buffer). While another process writes the buffer, this one must
     /// not use it: the pages are the same.
     pub fn shm_handle(&self) -> Option<ShmHandle> {
-        let (region, (_, pool)) = (self.lease.region.as_ref()?, self.lease.home.as_ref()?);
+        let Pooled { region, pool, .. } = self.lease.pooled.as_ref()?;
         Some(ShmHandle {
             fd: region.shared_fd()?,
             offset: 0,
@@ -199,14 +259,14 @@ impl<T: Element> Deref for PooledBuf<T> {
     fn deref(&self) -> &[T] {
         // SAFETY: the lease owns `count × size_of::<T>()` initialised bytes from its pointer,
         // aligned for `T` (64 B); `&self` lends them shared.
-        unsafe { std::slice::from_raw_parts(self.lease.ptr().as_ptr().cast(), self.count) }
+        unsafe { std::slice::from_raw_parts(self.lease.ptr.as_ptr().cast(), self.count) }
     }
 }
 
 impl<T: Element> DerefMut for PooledBuf<T> {
     fn deref_mut(&mut self) -> &mut [T] {
         // SAFETY: as in `deref`; `&mut self` makes the borrow exclusive.
-        unsafe { std::slice::from_raw_parts_mut(self.lease.ptr().as_ptr().cast(), self.count) }
+        unsafe { std::slice::from_raw_parts_mut(self.lease.ptr.as_ptr().cast(), self.count) }
     }
 }
 

@@ -2,12 +2,14 @@
 //! and idle release.
 //!
 //! Layout: `shards × classes` slots, each a mutex around a deque of cached regions in the order
-//! they were returned (oldest at the front), plus the oldest entry's return stamp in an atomic
-//! (`EMPTY` when the deque is empty) that can be read without the lock. A thread has a home
-//! shard (assigned round-robin on its first call): it returns buffers to its home shard and
-//! takes from it first, then from the other shards' slot of the same class, skipping empty
-//! slots without locking them. No lock is shared by all threads: the hit path takes one slot
-//! lock (two or more only when the home slot is empty).
+//! they were returned (oldest at the front), plus the oldest and newest entries' return stamps
+//! in atomics (`EMPTY` when the deque is empty) that can be read without the lock. A thread
+//! has a home shard (assigned round-robin on its first call): it returns buffers to its home
+//! shard and takes from it first, then from the other shards. A take names a range of classes
+//! and gets the most recently returned region among their slots in a shard (the largest
+//! newest stamp, read without locking; empty slots are skipped): the region whose memory is
+//! the most likely still in the CPU's caches. No lock is shared by all threads: the hit path
+//! takes one slot lock (more only when a slot empties under it or the home shard has none).
 //!
 //! Budget: `reserved` counts the bytes of every cached region plus those about to be cached.
 //! A return first reserves its bytes with a compare-and-swap that never lets `reserved` pass
@@ -26,6 +28,7 @@
 //! triggers at most every half idle time.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -56,7 +59,6 @@ pub(crate) struct Cache {
 struct Shard {
     slots: Box<[Slot]>,
     misses: AtomicU64,
-    recycled: AtomicU64,
     missed_bytes: AtomicU64,
 }
 
@@ -64,6 +66,8 @@ struct Slot {
     list: Mutex<List>,
     /// Stamp of the list's front entry, or `EMPTY`.
     oldest: AtomicU64,
+    /// Stamp of the list's back entry, or `EMPTY`.
+    newest: AtomicU64,
 }
 
 #[derive(Default)]
@@ -86,7 +90,6 @@ struct Entry {
 pub(crate) struct Counts {
     pub hits: u64,
     pub misses: u64,
-    pub recycled: u64,
     pub evictions: u64,
     pub idle_releases: u64,
     pub bytes_cached: usize,
@@ -102,10 +105,12 @@ impl Slot {
         self.list.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Refreshes `oldest` from the list (called with the lock held).
-    fn note_oldest(&self, list: &List) {
+    /// Refreshes `oldest` and `newest` from the list (called with the lock held).
+    fn note_ends(&self, list: &List) {
         let oldest = list.entries.front().map_or(EMPTY, |e| e.stamp);
+        let newest = list.entries.back().map_or(EMPTY, |e| e.stamp);
         self.oldest.store(oldest, Relaxed);
+        self.newest.store(newest, Relaxed);
     }
 }
 
@@ -119,10 +124,10 @@ impl Cache {
                     .map(|_| Slot {
                         list: Mutex::new(List::default()),
                         oldest: AtomicU64::new(EMPTY),
+                        newest: AtomicU64::new(EMPTY),
                     })
                     .collect(),
                 misses: AtomicU64::new(0),
-                recycled: AtomicU64::new(0),
                 missed_bytes: AtomicU64::new(0),
             })
             .collect();
@@ -156,57 +161,35 @@ impl Cache {
         home & (self.shards.len() - 1)
     }
 
-    /// A cached region of `class` for a request of `len` bytes, the most recently returned
-    /// of the home shard first; `None` when every shard's slot is empty.
-    pub fn take(&self, class: usize, len: usize) -> Option<Region> {
-        self.take_counted(class, Some(len))
-    }
-
-    /// A cached region of a class near `class` for recycling: the most recent one of the
-    /// first non-empty class among `class + 1`, `class - 1`, `class + 2`, … up to `reach`
-    /// classes away whose class passes `recyclable` (larger ones first at each distance: they
-    /// serve without a new page). Not a hit: `class` missed.
-    pub fn take_nearby(
-        &self,
-        class: usize,
-        reach: usize,
-        recyclable: impl Fn(usize) -> bool,
-    ) -> Option<Region> {
-        let classes = self.shards[0].slots.len();
-        (1..=reach)
-            .flat_map(|distance| [class.checked_add(distance), class.checked_sub(distance)])
-            .flatten()
-            .filter(|&near| near < classes && recyclable(near))
-            .find_map(|near| self.take_counted(near, None))
-    }
-
-    /// A cached region of `class`, counted as a hit for a request of `len` bytes if given.
-    fn take_counted(&self, class: usize, hit_len: Option<usize>) -> Option<Region> {
+    /// For a request of `len` bytes, the most recently returned region of any class in
+    /// `classes` (shard by shard from the home shard) with its class, counted as a hit; `None`
+    /// when every one of those slots is empty.
+    pub fn take(&self, classes: Range<usize>, len: usize) -> Option<(Region, usize)> {
         let home = self.home();
         let mask = self.shards.len() - 1;
         for step in 0..self.shards.len() {
-            let slot = &self.shards[(home + step) & mask].slots[class];
-            if slot.oldest.load(Relaxed) == EMPTY {
-                continue;
-            }
-            let mut list = slot.lock();
-            if let Some(entry) = list.entries.pop_back() {
-                if let Some(len) = hit_len {
-                    list.hits += 1;
-                    list.hit_bytes += len as u64;
-                }
-                slot.note_oldest(&list);
+            let slots = &self.shards[(home + step) & mask].slots;
+            let candidates = &slots[classes.start.min(slots.len())..classes.end.min(slots.len())];
+            // A slot emptied between the look and the lock is skipped on the next look.
+            while let Some((index, slot)) = candidates
+                .iter()
+                .enumerate()
+                .filter(|(_, slot)| slot.newest.load(Relaxed) != EMPTY)
+                .max_by_key(|(_, slot)| slot.newest.load(Relaxed))
+            {
+                let mut list = slot.lock();
+                let Some(entry) = list.entries.pop_back() else {
+                    continue;
+                };
+                list.hits += 1;
+                list.hit_bytes += len as u64;
+                slot.note_ends(&list);
                 drop(list);
                 self.reserved.fetch_sub(entry.region.capacity(), Relaxed);
-                return Some(entry.region);
+                return Some((entry.region, classes.start + index));
             }
         }
         None
-    }
-
-    /// Counts a miss served by recycling another class's region.
-    pub fn count_recycled(&self) {
-        self.shards[self.home()].recycled.fetch_add(1, Relaxed);
     }
 
     /// Counts a request of `len` bytes served by a fresh region.
@@ -242,9 +225,7 @@ impl Cache {
             stamp,
             returned_ns,
         });
-        if list.entries.len() == 1 {
-            slot.note_oldest(&list);
-        }
+        slot.note_ends(&list);
     }
 
     /// Reserves `bytes` within the budget, evicting as needed; false if they cannot fit.
@@ -294,7 +275,7 @@ impl Cache {
             let Some(entry) = list.entries.pop_front() else {
                 continue; // taken meanwhile: look again
             };
-            slot.note_oldest(&list);
+            slot.note_ends(&list);
             drop(list);
             self.reserved.fetch_sub(entry.region.capacity(), Relaxed);
             self.evictions.fetch_add(1, Relaxed);
@@ -356,7 +337,7 @@ impl Cache {
             let mut list = slot.lock();
             let count = list.entries.iter().take_while(|e| expired(e)).count();
             let gone: Vec<Entry> = list.entries.drain(..count).collect();
-            slot.note_oldest(&list);
+            slot.note_ends(&list);
             drop(list);
             let bytes: usize = gone.iter().map(|e| e.region.capacity()).sum();
             self.reserved.fetch_sub(bytes, Relaxed);
@@ -376,7 +357,6 @@ impl Cache {
         };
         for shard in self.shards.iter() {
             counts.misses += shard.misses.load(Relaxed);
-            counts.recycled += shard.recycled.load(Relaxed);
             counts.bytes_handed_out += shard.missed_bytes.load(Relaxed);
             for slot in shard.slots.iter() {
                 let list = slot.lock();
@@ -438,15 +418,22 @@ mod tests {
     }
 
     #[test]
-    fn a_hit_takes_the_most_recent_of_its_class_and_refreshes_nothing_else() {
+    fn a_hit_takes_the_most_recent_of_its_classes_and_refreshes_nothing_else() {
         let cache = cache(1000);
         cache.put_at(0, region(100), 0);
         cache.put_at(0, region(110), 0);
         cache.put_at(1, region(120), 0);
-        assert_eq!(cache.take(0, 90).map(|r| r.capacity()), Some(110));
-        assert_eq!(cache.lru_order(), [100, 120]);
-        assert!(cache.take(2, 90).is_none());
-        assert_eq!(cache.counts().hits, 1);
+        cache.put_at(4, region(130), 0);
+        let capacity_and_class =
+            |taken: Option<(Region, usize)>| taken.map(|(r, c)| (r.capacity(), c));
+        // The most recent of classes 0 and 1 is class 1's; class 4 is out of range.
+        assert_eq!(capacity_and_class(cache.take(0..2, 90)), Some((120, 1)));
+        assert_eq!(capacity_and_class(cache.take(0..1, 90)), Some((110, 0)));
+        assert_eq!(cache.lru_order(), [100, 130]);
+        assert!(cache.take(2..4, 90).is_none());
+        // A range running past the last class is cut to it.
+        assert_eq!(capacity_and_class(cache.take(4..99, 90)), Some((130, 4)));
+        assert_eq!(cache.counts().hits, 3);
     }
 
     #[test]

@@ -1,22 +1,19 @@
-//! Size classes: which cached buffers a request may take.
+//! Size classes: the size of a fresh buffer, and which cached buffers a request may take.
 //!
 //! A request of `len` bytes belongs to the class whose size is `len` rounded up to a step: 64 B
 //! (the alignment granule) while `len` is at most `64 × classes per doubling`, above that
 //! `2^p / classes per doubling` where `2^p < len ≤ 2^(p+1)`. A fresh buffer is made at the
 //! class size, and every buffer cached in a class is at least that large, so any request of
-//! the class fits any of its buffers.
+//! the class or of a smaller one fits any of its buffers. A pool looks for a request's buffer
+//! in its class and the classes of the next two doublings (see `Pool`'s matching rule).
 //!
 //! Invariants: the class size is at least `len` and less than `len + max(64 B, len / k)`
-//! (k = classes per doubling), so the slack a request may be handed is below 64 B or below
-//! `1/k` of the request (25 % for the default k = 4); class indices are dense from 0 and
-//! increase with the size.
+//! (k = classes per doubling), so a fresh buffer is below 64 B or below `1/k` of the request
+//! larger than it (25 % for the default k = 4); class indices are dense from 0 and increase
+//! with the size; `per_doubling` classes above a class, the size has doubled.
 //!
-//! Why four: on `bench --pool`'s variable-shape pattern (a text model's three tensors per
-//! step, sequence lengths log-uniform from 8 to 512 tokens; 600 steps, one seed), two, four
-//! and eight classes per doubling hit 98.4, 97.6 and 95.3 % of the requests pooled, and the
-//! most the cache held was 53, 79 and 148 MiB: finer classes keep more buffers of nearly the
-//! same size and hit less. Four keeps the slack of a buffer handed out (and so the budget's
-//! waste) at a quarter, with nearly the hit rate of two.
+//! Why four: with two, four and eight, the variable-shape pattern hit nearly alike and the
+//! cache held least with four (TUNING.md).
 
 /// The alignment of every buffer, and the step of the smallest classes.
 pub const GRANULE: usize = 64;
@@ -218,13 +215,19 @@ mod tests {
             let classes = Classes::new(spacing);
             let mut last = classes.of(1).unwrap();
             assert_eq!(last.index, 0);
-            for len in 2..200_000usize {
+            // Every length natively; a sample under Miri, which runs this 100 times slower.
+            let stride = if cfg!(miri) { 97 } else { 1 };
+            for len in (2..200_000usize).step_by(stride) {
                 let class = classes.of(len).unwrap();
                 let bound = (len as f64 * spacing.max_slack()).max(GRANULE as f64);
                 assert!(class.size >= len, "{spacing:?} {len}");
                 assert!(((class.size - len) as f64) < bound, "{spacing:?} {len}");
-                assert!(class.index == last.index || class.index == last.index + 1);
                 assert_eq!(class.index == last.index, class.size == last.size);
+                if stride == 1 {
+                    assert!(class.index == last.index || class.index == last.index + 1);
+                } else {
+                    assert!(class.index >= last.index);
+                }
                 assert_eq!(classes.size_of(class.index), class.size);
                 last = class;
             }

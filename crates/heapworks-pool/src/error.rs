@@ -60,10 +60,15 @@ pub enum PoolError {
 impl PoolError {
     /// The error of system call `operation` for `len` bytes, from `errno`.
     pub(crate) fn last_os(operation: &'static str, len: usize) -> Self {
+        Self::os(operation, len, io::Error::last_os_error())
+    }
+
+    /// The error `source` of system call `operation` for `len` bytes.
+    pub(crate) fn os(operation: &'static str, len: usize, source: io::Error) -> Self {
         Self::Os {
             operation,
             len,
-            source: io::Error::last_os_error(),
+            source,
         }
     }
 }

@@ -7,25 +7,19 @@
 //! # Design
 //!
 //! - **Size classes** ([`class`]): a request is rounded up to its class (64 B steps up to
-//!   256 B, then four classes per doubling by default) and takes any cached buffer of that
-//!   class. The slack a request can be handed is below 64 B or 1/4 of the request (25 %), or
-//!   1/8, 1/2 with [`ClassesPerDoubling::Eight`] and [`ClassesPerDoubling::Two`]: shapes
-//!   that vary (a sequence a few tokens longer) still hit, and fewer near-duplicate buffers
-//!   sit in the cache than with finer classes (measured in [`class`]). A hit never takes a
-//!   buffer of a larger class: the bound holds for every buffer a hit hands out (a recycled
-//!   mapping, below, may be up to twice its request's class).
-//! - **Cache** (module `cache`): per shard and class, a deque of returned buffers in return order.
-//!   A thread returns to and takes from its home shard first, under that slot's lock alone:
-//!   no lock is common to all threads on the hit path. A hit takes the most recently returned
-//!   buffer of its class (its pages are the most likely to be warm).
-//! - **Recycling**: a miss first looks for a cached inline mapping of a class up to a
-//!   doubling away (larger ones first). A larger one is handed out as it is, a smaller one
-//!   grown to the request's class with `mremap`: either way its resident pages need no new
-//!   fault, where shrinking a larger one would give back pages that the next large request
-//!   faults in again (on `bench --pool`'s variable shapes, shrinking kept the pool at 2.2
-//!   times the time without one: 3 000 to 3 800 page faults per 150 steps, against none).
-//!   A returned mapping is filed under the largest class its capacity holds whole. Heap and
-//!   shared-memory buffers are never recycled across classes.
+//!   256 B, then four classes per doubling by default), the size of a fresh buffer made for
+//!   it: at most 64 B or 1/4 (25 %) over the request, or 1/8, 1/2 with
+//!   [`ClassesPerDoubling::Eight`] and [`ClassesPerDoubling::Two`].
+//! - **Matching**: a request takes the most recently returned cached buffer of its class or of
+//!   the classes up to a doubling above it; if there is none, of the next doubling. A buffer
+//!   handed out is less than four times its request's class (five times the request). Why:
+//!   shapes that vary then reuse a few buffers, whose memory is the most likely still in the
+//!   CPU's caches, rather than one buffer per class, and the nearest doubling first keeps a
+//!   small request from taking the large buffer a large one needs (measured in the crate's
+//!   TUNING.md). A buffer always goes back under the class it was made for.
+//! - **Cache** (module `cache`): per shard and class, a deque of returned buffers in return
+//!   order. A thread returns to and takes from its home shard first, under one slot's lock:
+//!   no lock is common to all threads on the hit path.
 //! - **Budget and eviction**: cached bytes never exceed [`Config::budget`] at any instant: a
 //!   return first reserves its bytes, evicting the least recently returned buffers of any
 //!   class, and releases the returned buffer instead if it cannot fit. A budget of 0 turns
@@ -36,12 +30,14 @@
 //!   `MaybeUninit` or [`Uninit::fill`]; [`Pool::get_zeroed`] is free on fresh pages from
 //!   `mmap` or memfd (the kernel zeroes them) and one `memset` of the requested bytes on a
 //!   reused buffer.
-//! - **Backends** ([`backend`]): [`Inline`] (private `mmap` from 256 KiB, with
-//!   `MADV_HUGEPAGE` from 2 MiB; smaller buffers come from the process allocator and are not
-//!   cached, since its own free lists reuse them faster than the pool's locks) and
-//!   [`SharedMemory`] (a memfd per buffer, `MAP_SHARED`, every size cached),
-//!   whose buffers export a [`ShmHandle`] that another process maps as a [`SharedMapping`],
-//!   the same pages, without a copy.
+//! - **Backends** ([`backend`]): [`Inline`] (private `mmap` from 256 KiB; smaller buffers
+//!   come from the process allocator and are not cached, since its own free lists reuse them
+//!   faster than the pool's locks) and [`SharedMemory`] (a memfd per buffer, `MAP_SHARED`,
+//!   every size cached), whose buffers export a [`ShmHandle`] that another process maps as a
+//!   [`SharedMapping`], the same pages, without a copy. Both place buffers of 2 MiB and more
+//!   at 2 MiB boundaries on transparent huge pages, each the way the kernel grants them for
+//!   its memory (`MADV_HUGEPAGE` inline, `MADV_COLLAPSE` shared), so that shared memory
+//!   costs what inline memory does.
 //! - **Lifetime**: a buffer holds the pool's shared state, so it can be dropped after the
 //!   pool; its memory is then released, not cached.
 //!

@@ -13,9 +13,15 @@ use std::time::Duration;
 use crate::backend::{Backend, Inline, Region, SharedMapping, SharedMemory, ShmHandle};
 use crate::buffer::{Lease, PooledBuf, Uninit};
 use crate::cache::Cache;
-use crate::class::{Class, Classes, ClassesPerDoubling};
+use crate::class::{Classes, ClassesPerDoubling};
 use crate::element::Element;
 use crate::error::PoolError;
+
+/// How many doublings above its class a request looks for a cached buffer, the nearest
+/// doubling first: a buffer handed out is less than `2^FIT_DOUBLINGS` times its request's
+/// class. Why two: shapes that vary then reuse a few buffers whose memory the CPU's caches
+/// still hold, at no more memory than one (TUNING.md).
+const FIT_DOUBLINGS: usize = 2;
 
 /// How a pool behaves.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,11 +63,8 @@ impl Config {
 /// What a pool has done so far.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Stats {
-    /// Requests served by a cached buffer.
+    /// Requests served by a cached buffer (of their class or up to two doublings above it).
     pub hits: u64,
-    /// Misses served by a cached inline mapping of a nearby class (a larger one as it is, a
-    /// smaller one grown by `mremap`): its pages are reused. Counted in `misses` too.
-    pub recycled: u64,
     /// Requests served by a fresh buffer from the backend, to be cached when dropped.
     /// (Requests the backend serves directly, too small to be worth caching, are not pool
     /// traffic and not counted at all: see [`Inline::pool_heap_buffers`].)
@@ -104,10 +107,9 @@ pub(crate) struct Shared {
     cache: Cache,
     classes: Classes,
     backend: Box<dyn Backend>,
-    /// The backend's [`Backend::pooled_from`].
-    pooled_from: usize,
-    /// The backend's [`Backend::resizable_from`].
-    resizable_from: usize,
+    /// Requests of at most this many bytes (those whose class is below the backend's
+    /// [`Backend::pooled_from`]) pass through to the global allocator; 0 for none.
+    pass_through_up_to: usize,
     id: u64,
     budget: usize,
     closed: AtomicBool,
@@ -124,21 +126,12 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
-    /// Takes a buffer back: cached, or released if the pool is closed or it does not fit.
-    /// A resizable buffer is filed under the largest class its capacity holds whole (a
-    /// recycled one may be larger than the class it was taken for); any other under the
-    /// class it was made for.
+    /// Takes back a buffer of class `class` (the one it was made or grown for): cached, or
+    /// released if the pool is closed or it does not fit.
     pub(crate) fn give_back(&self, class: usize, region: Region) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        let class = if region.capacity() >= self.resizable_from {
-            self.classes
-                .floor_of(region.capacity())
-                .map_or(class, |c| c.index)
-        } else {
-            class
-        };
         self.cache.put(class, region);
     }
 
@@ -160,9 +153,10 @@ impl Pool {
         Self::with_backend(config, Inline::default())
     }
 
-    /// A pool of shared-memory buffers (one memfd each).
+    /// A pool of shared-memory buffers (one memfd each; huge pages from 2 MiB, see
+    /// [`SharedMemory`]).
     pub fn shared_memory(config: Config) -> Self {
-        Self::with_backend(config, SharedMemory)
+        Self::with_backend(config, SharedMemory::default())
     }
 
     /// A pool whose fresh buffers come from `backend`.
@@ -173,12 +167,17 @@ impl Pool {
             n => n.min(64),
         }
         .next_power_of_two();
+        // The largest class below `pooled_from`: a request passes through iff its class
+        // does, and classes are monotone in the request.
+        let pass_through_up_to = match backend.pooled_from() {
+            0 => 0,
+            from => classes.floor_of(from - 1).map_or(0, |class| class.size),
+        };
         Self {
             shared: Arc::new(Shared {
                 cache: Cache::new(classes.count(), shards, config.budget, config.idle_release),
                 classes,
-                pooled_from: backend.pooled_from(),
-                resizable_from: backend.resizable_from(),
+                pass_through_up_to,
                 backend: Box::new(backend),
                 id: unique_id(),
                 budget: config.budget,
@@ -216,57 +215,48 @@ impl Pool {
         Ok(self.get(count)?.fill(value))
     }
 
-    /// A buffer of `len` bytes from the cache, or else fresh from the backend.
+    /// A buffer of `len` bytes: empty, passed through to the global allocator when it is too
+    /// small to pool, or else from the cache or fresh from the backend. Inlined to the
+    /// pass-through test; the pooled path is a call.
     #[inline]
     fn lease(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         if len == 0 {
             return Ok(Lease::empty());
         }
+        if len <= self.shared.pass_through_up_to {
+            // `let … else`, not `ok_or`: an error built eagerly is dropped on every success,
+            // and `PoolError`'s drop glue cost 42 instructions a call on this path.
+            let Some(lease) = Lease::block(len, zeroed) else {
+                return Err(PoolError::OutOfMemory { len });
+            };
+            return Ok(lease);
+        }
+        self.lease_pooled(len, zeroed)
+    }
+
+    /// A buffer of `len > 0` bytes: the most recently returned one cached in the request's
+    /// class or the classes up to a doubling above it, or else in the next doubling (up to
+    /// [`FIT_DOUBLINGS`]), or else a fresh one from the backend.
+    #[inline(never)]
+    fn lease_pooled(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         let shared = &self.shared;
-        // `let … else`, not `ok_or`: an error built eagerly is dropped on every success, and
-        // `PoolError`'s drop glue cost 42 instructions a call on the tiny-buffer path.
         let Some(class) = shared.classes.of(len) else {
             return Err(PoolError::TooLarge { len });
         };
-        if class.size < shared.pooled_from {
-            let region = shared.backend.allocate(len, zeroed)?;
-            return Ok(Lease::new(region, len, None));
-        }
-        let region = match shared.cache.take(class.index, len) {
-            Some(region) => region,
+        let per_doubling = shared.classes.per_doubling();
+        let taken = (0..FIT_DOUBLINGS).find_map(|doubling| {
+            let from = class.index + doubling * per_doubling;
+            shared.cache.take(from..from + per_doubling, len)
+        });
+        let (region, filed_under) = match taken {
+            Some(hit) => hit,
             None => {
-                let region = match self.recycle(class) {
-                    Some(region) => region,
-                    None => shared.backend.allocate(class.size, zeroed)?,
-                };
+                let region = shared.backend.allocate(class.size, zeroed)?;
                 shared.cache.count_miss(len);
-                region
+                (region, class.index)
             }
         };
-        Ok(Lease::new(
-            region,
-            len,
-            Some((class.index, Arc::clone(shared))),
-        ))
-    }
-
-    /// On a miss, a cached buffer of a class at most a doubling away, when the backend can
-    /// resize both: a larger one as it is (at most twice the class: shrinking it would give
-    /// back pages that the next large request faults in again), a smaller one grown to
-    /// `class` (its pages kept: no fault for them).
-    fn recycle(&self, class: Class) -> Option<Region> {
-        let shared = &self.shared;
-        if class.size < shared.resizable_from {
-            return None;
-        }
-        let reach = shared.classes.per_doubling();
-        let recyclable = |near: usize| shared.classes.size_of(near) >= shared.resizable_from;
-        let mut region = shared.cache.take_nearby(class.index, reach, recyclable)?;
-        if region.capacity() < class.size && !shared.backend.resize(&mut region, class.size) {
-            return None; // `region` is released here
-        }
-        shared.cache.count_recycled();
-        Some(region)
+        Ok(Lease::pooled(region, len, filed_under, Arc::clone(shared)))
     }
 
     /// What the pool has done so far.
@@ -275,7 +265,6 @@ impl Pool {
         Stats {
             hits: counts.hits,
             misses: counts.misses,
-            recycled: counts.recycled,
             evictions: counts.evictions,
             idle_releases: counts.idle_releases,
             bytes_cached: counts.bytes_cached,

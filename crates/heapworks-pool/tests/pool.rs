@@ -34,7 +34,7 @@ fn a_dropped_buffer_is_handed_out_again() {
 }
 
 #[test]
-fn requests_of_one_class_share_buffers_and_others_do_not() {
+fn requests_share_a_buffer_of_their_class_and_larger_ones_do_not() {
     let pool = small_pool(Config::default());
     let at = address(&pool.get_filled::<u8>(10_000, 1).unwrap());
     // 10 000 B is in the class of 10 240 B (4 per doubling: 2 KiB steps from 8 KiB).
@@ -192,8 +192,8 @@ fn the_budget_evicts_the_least_recently_returned_buffers() {
     assert_eq!((stats.buffers_cached, stats.evictions), (3, 1));
     assert_eq!(stats.bytes_cached, 3 * MIB);
     assert!(stats.peak_bytes_cached <= pool.budget());
-    // A class more than a doubling larger (too far to recycle a cached buffer) comes back
-    // and pushes out the two oldest 1 MiB buffers (1 and 2).
+    // A larger class (no cached buffer fits it) comes back and pushes out the two oldest
+    // 1 MiB buffers (1 and 2).
     drop(pool.get_filled::<u8>(5 * MIB / 2, 1).unwrap());
     assert_eq!(pool.stats().evictions, 3);
     let last = pool.get_filled::<u8>(MIB, 1).unwrap();
@@ -202,31 +202,55 @@ fn the_budget_evicts_the_least_recently_returned_buffers() {
 }
 
 #[test]
-fn a_miss_recycles_a_mapped_buffer_of_a_nearby_class() {
-    let pool = Pool::new(Config::default());
-    drop(pool.get_filled::<u8>(MIB, 1).unwrap());
-    // 1.5 MiB misses its class and takes the cached 1 MiB buffer, grown by mremap.
-    let grown = pool.get_filled::<u8>(3 * MIB / 2, 2).unwrap();
-    assert!(grown.iter().all(|&b| b == 2));
-    assert!(grown.capacity_bytes() >= 3 * MIB / 2);
-    let stats = pool.stats();
-    assert_eq!(
-        (stats.misses, stats.recycled, stats.buffers_cached),
-        (2, 1, 0)
-    );
-    drop(grown);
-    // 4 MiB is two doublings away: a fresh mapping.
-    drop(pool.get_filled::<u8>(4 * MIB, 3).unwrap());
-    let stats = pool.stats();
-    assert_eq!(
-        (stats.misses, stats.recycled, stats.buffers_cached),
-        (3, 1, 2)
-    );
-    // Shared memory is never recycled across classes.
-    let shared = Pool::shared_memory(Config::default());
-    drop(shared.get_filled::<u8>(MIB, 1).unwrap());
-    drop(shared.get_filled::<u8>(3 * MIB / 2, 1).unwrap());
-    assert_eq!(shared.stats().recycled, 0);
+fn a_request_takes_the_most_recent_buffer_of_the_nearest_doubling_that_has_one() {
+    for pool in [
+        Pool::new(Config::default()),
+        Pool::shared_memory(Config::default()),
+    ] {
+        let name = pool.backend_name();
+        let both = (
+            pool.get_filled::<u8>(3 * MIB / 2, 1).unwrap(),
+            pool.get_filled::<u8>(MIB, 1).unwrap(),
+        );
+        let (large, small) = (address(&both.0), address(&both.1));
+        drop(both); // the 1 MiB buffer comes back last
+                    // 800 KiB (class 896 KiB): both in its nearest doubling; the more recent one.
+        let taken = pool.get_filled::<u8>(800 << 10, 2).unwrap();
+        assert_eq!(address(&taken), small, "{name}");
+        // 1.4 MiB: only the 1.5 MiB buffer fits.
+        let second = pool.get_filled::<u8>(1400 << 10, 3).unwrap();
+        assert_eq!(address(&second), large, "{name}");
+        assert!(second.capacity_bytes() >= 3 * MIB / 2, "{name}");
+        drop((taken, second)); // now the 1.5 MiB buffer comes back last
+                               // 700 KiB (class 768 KiB): the 1 MiB buffer is in its nearest doubling, the more
+                               // recent 1.5 MiB one only in the next.
+        let near = pool.get_filled::<u8>(700 << 10, 4).unwrap();
+        assert_eq!(address(&near), small, "{name}");
+        // 400 KiB (class 448 KiB): nothing in its nearest doubling; 1.5 MiB in the next.
+        let far = pool.get_filled::<u8>(400 << 10, 5).unwrap();
+        assert_eq!(address(&far), large, "{name}");
+        // 250 KiB (class 256 KiB): nothing cached within two doublings: a fresh buffer.
+        let fresh = pool.get_filled::<u8>(250 << 10, 6).unwrap();
+        assert!(![small, large].contains(&address(&fresh)), "{name}");
+        let stats = pool.stats();
+        assert_eq!((stats.hits, stats.misses), (4, 3), "{name}");
+    }
+}
+
+#[test]
+fn a_smaller_cached_buffer_is_never_handed_out() {
+    for pool in [
+        Pool::new(Config::default()),
+        Pool::shared_memory(Config::default()),
+    ] {
+        let name = pool.backend_name();
+        let small = address(&pool.get_filled::<u8>(MIB, 1).unwrap());
+        let larger = pool.get_filled::<u8>(MIB + 1, 2).unwrap();
+        assert_ne!(address(&larger), small, "{name}");
+        assert!(larger.iter().all(|&b| b == 2), "{name}");
+        let stats = pool.stats();
+        assert_eq!((stats.misses, stats.buffers_cached), (2, 1), "{name}");
+    }
 }
 
 #[test]

@@ -1,17 +1,18 @@
 //! Property tests: random sequences of gets and drops against an exact model of the cache
-//! (single thread: size classes, most recent hit first, a miss recycling a mapped buffer of a
-//! class up to a doubling away, a mapped buffer filed under the largest class its capacity
-//! holds, LRU eviction across classes under the budget), checking after every step that no
-//! two live buffers overlap, that every live
-//! buffer still holds what its holder wrote (so none was handed out twice), and that the
-//! pool's counts equal the model's.
+//! (single thread: size classes, a hit taking the most recently returned buffer of the
+//! request's class or the classes up to a doubling above, else of the next doubling, every
+//! buffer filed under the class it was made for, LRU eviction across classes under the
+//! budget), checking after every
+//! step that no two live buffers overlap, that every live buffer still holds what its holder
+//! wrote (so none was handed out twice), and that the pool's counts equal the model's.
 
 use heapworks_pool::class::Classes;
 use heapworks_pool::{ClassesPerDoubling, Config, Inline, Pool, PooledBuf};
 use proptest::prelude::*;
 
-/// Sizes in bytes: tiny ones, neighbours in one class, and mapped ones in nearby classes.
-const SIZES: [usize; 11] = [
+/// Sizes in bytes: tiny ones, neighbours in one class, and mapped ones within one, two and
+/// three doublings.
+const SIZES: [usize; 12] = [
     1,
     60,
     64,
@@ -23,8 +24,10 @@ const SIZES: [usize; 11] = [
     400_000,
     900_000,
     1 << 20,
+    3 << 20,
 ];
-/// Classes per doubling (the default), hence how far a miss looks for a buffer to recycle.
+/// Classes per doubling (the default): a request looks for a cached buffer in its class and
+/// the next `REACH - 1`, then in the `REACH` classes after those.
 const REACH: usize = 4;
 
 #[derive(Debug, Clone)]
@@ -42,50 +45,39 @@ fn step() -> impl Strategy<Value = Step> {
     ]
 }
 
-/// What the pool must hold: cached (class, bytes, recyclable) in return order, and the
+/// What the pool must hold: cached (class, bytes) in return order, and the
 /// counts.
 #[derive(Default)]
 struct Model {
-    cached: Vec<(usize, usize, bool)>,
+    cached: Vec<(usize, usize)>,
     hits: u64,
     misses: u64,
-    recycled: u64,
     evictions: u64,
     peak: usize,
 }
 
 impl Model {
     fn bytes(&self) -> usize {
-        self.cached.iter().map(|(_, bytes, _)| bytes).sum()
+        self.cached.iter().map(|(_, bytes)| bytes).sum()
     }
 
-    /// The most recent entry of `class`.
-    fn newest(&self, class: usize) -> Option<usize> {
-        self.cached.iter().rposition(|(c, _, _)| *c == class)
+    /// The most recent entry of a class in `classes`.
+    fn newest(&self, classes: std::ops::Range<usize>) -> Option<usize> {
+        self.cached.iter().rposition(|(c, _)| classes.contains(c))
     }
 
-    fn get(&mut self, class: usize, recyclable: bool) {
-        if let Some(at) = self.newest(class) {
-            self.cached.remove(at);
+    /// Serves a request of class `class`; the class its buffer goes back under.
+    fn get(&mut self, class: usize) -> usize {
+        let nearest = self.newest(class..class + REACH);
+        if let Some(at) = nearest.or_else(|| self.newest(class + REACH..class + 2 * REACH)) {
             self.hits += 1;
-            return;
+            return self.cached.remove(at).0;
         }
         self.misses += 1;
-        if !recyclable {
-            return;
-        }
-        let nearby = (1..=REACH)
-            .flat_map(|d| [class.checked_add(d), class.checked_sub(d)])
-            .flatten()
-            .filter_map(|near| self.newest(near))
-            .find(|&at| self.cached[at].2);
-        if let Some(at) = nearby {
-            self.cached.remove(at);
-            self.recycled += 1;
-        }
+        class
     }
 
-    fn put(&mut self, class: usize, bytes: usize, recyclable: bool, budget: usize) {
+    fn put(&mut self, class: usize, bytes: usize, budget: usize) {
         if bytes > budget {
             return;
         }
@@ -93,14 +85,14 @@ impl Model {
             self.cached.remove(0);
             self.evictions += 1;
         }
-        self.cached.push((class, bytes, recyclable));
+        self.cached.push((class, bytes));
         self.peak = self.peak.max(self.bytes());
     }
 }
 
-/// A live buffer, the byte it was filled with, and its class and whether it is recyclable
-/// (`None`: not pooled).
-type Live = (PooledBuf<u8>, u8, Option<(usize, bool)>);
+/// A live buffer, the byte it was filled with, and the class it goes back under (`None`: not
+/// pooled).
+type Live = (PooledBuf<u8>, u8, Option<usize>);
 
 /// The pools under test.
 #[derive(Debug, Clone, Copy)]
@@ -131,11 +123,6 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
         Kind::Inline => class_size >= inline.map_threshold,
         Kind::InlineAll | Kind::Shared => true,
     };
-    // Inline mappings can be resized into another class; heap and shared buffers cannot.
-    let recyclable = |class_size: usize| match kind {
-        Kind::Inline | Kind::InlineAll => class_size >= inline.map_threshold,
-        Kind::Shared => false,
-    };
     let classes = Classes::new(ClassesPerDoubling::default());
     let mut model = Model::default();
     let mut live: Vec<Live> = Vec::new();
@@ -143,10 +130,7 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
         match *step {
             Step::Get { size } => {
                 let class = classes.of(size).unwrap();
-                let home = pooled(class.size).then_some((class.index, recyclable(class.size)));
-                if let Some((index, recyclable)) = home {
-                    model.get(index, recyclable);
-                }
+                let home = pooled(class.size).then(|| model.get(class.index));
                 let mark = number as u8;
                 let buf = pool.get_filled::<u8>(size, mark).unwrap();
                 live.push((buf, mark, home));
@@ -154,16 +138,8 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
             Step::Drop { index } if !live.is_empty() => {
                 let (buf, mark, home) = live.swap_remove(index % live.len());
                 prop_assert!(buf.iter().all(|&b| b == mark));
-                if let Some((class, recyclable)) = home {
-                    // A recyclable buffer goes back under the largest class it holds whole
-                    // (one recycled from a larger class is handed out as it is).
-                    let bytes = buf.capacity_bytes();
-                    let class = if recyclable {
-                        classes.floor_of(bytes).unwrap().index
-                    } else {
-                        class
-                    };
-                    model.put(class, bytes, recyclable, budget);
+                if let Some(class) = home {
+                    model.put(class, buf.capacity_bytes(), budget);
                 }
             }
             Step::Drop { .. } => {}
@@ -188,7 +164,6 @@ fn run(steps: &[Step], budget: usize, kind: Kind) -> Result<(), TestCaseError> {
         let stats = pool.stats();
         prop_assert_eq!(stats.hits, model.hits);
         prop_assert_eq!(stats.misses, model.misses);
-        prop_assert_eq!(stats.recycled, model.recycled);
         prop_assert_eq!(stats.evictions, model.evictions);
         prop_assert_eq!(stats.bytes_cached, model.bytes());
         prop_assert_eq!(stats.peak_bytes_cached, model.peak);

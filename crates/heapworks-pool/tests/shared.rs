@@ -231,6 +231,47 @@ fn a_closed_or_short_descriptor_is_rejected() {
     ));
 }
 
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(200))]
+
+    /// Whatever offset and length a handle claims (what another process sent), mapping it
+    /// succeeds exactly when the range is non-empty and inside the file, and then shows the
+    /// file's bytes there; anything else is a `BadHandle` or an OS error, never a crash.
+    #[test]
+    fn any_claimed_range_maps_exactly_when_it_lies_in_the_file(
+        offset in proptest::prop_oneof![0..20_000u64, proptest::num::u64::ANY],
+        len in proptest::prop_oneof![0..20_000usize, proptest::num::usize::ANY],
+    ) {
+        let pool = Pool::shared_memory(Config::default());
+        let mut buf = pool.get_filled::<u8>(10_000, 0).unwrap();
+        for (index, byte) in buf.iter_mut().enumerate() {
+            *byte = index as u8;
+        }
+        let file_len = 12_288u64; // 10 000 B rounded up to 4 KiB pages
+        let handle = ShmHandle { offset, len, ..buf.shm_handle().unwrap() };
+        let fits = len > 0 && offset.checked_add(len as u64).is_some_and(|end| end <= file_len);
+        match SharedMapping::map(&handle) {
+            Ok(mapping) => {
+                proptest::prop_assert!(fits);
+                // SAFETY: nothing writes the buffer while the slice lives.
+                let seen: &[u8] = unsafe { mapping.as_slice() };
+                proptest::prop_assert_eq!(seen.len(), len);
+                let at = |i: u64| if i < 10_000 { i as u8 } else { 0 };
+                proptest::prop_assert_eq!(seen[0], at(offset));
+                proptest::prop_assert_eq!(seen[len - 1], at(offset + len as u64 - 1));
+            }
+            Err(error) => {
+                proptest::prop_assert!(!fits, "{}", error);
+                proptest::prop_assert!(
+                    matches!(error, PoolError::BadHandle { .. } | PoolError::TooLarge { .. }),
+                    "{}",
+                    error
+                );
+            }
+        }
+    }
+}
+
 /// The children's side; does nothing unless run as a child.
 #[test]
 fn child() {

@@ -8,11 +8,8 @@
 //! (one fault per 2 MiB instead of per 4 KiB where THP is in `madvise` or `always` mode; a
 //! kernel without THP refuses the advice, which is then ignored).
 
-use std::alloc::{alloc, alloc_zeroed};
-use std::ptr::{self, NonNull};
-
-use super::{page_rounded, Backend, Memory, Region, HUGE_PAGE};
-use crate::class::GRANULE;
+use super::mapping::{self, page_rounded, HUGE_PAGE};
+use super::{heap, Backend, Memory, Region};
 use crate::error::PoolError;
 
 /// Buffers in this process: the heap for small ones, private mappings for large ones.
@@ -59,93 +56,29 @@ impl Backend for Inline {
             self.map_threshold
         }
     }
-
-    fn resizable_from(&self) -> usize {
-        self.map_threshold
-    }
-
-    fn resize(&self, region: &mut Region, capacity: usize) -> bool {
-        let (Memory::Mapped, Some(len)) = (&region.memory, page_rounded(capacity)) else {
-            return false;
-        };
-        // SAFETY: the region is a whole private mapping of `region.capacity` bytes that it
-        // owns; MREMAP_MAYMOVE lets the kernel move it (pages and all) where the new length
-        // fits, and no pointer into the old range survives: the region is updated below.
-        let moved = unsafe {
-            libc::mremap(
-                region.ptr.as_ptr().cast(),
-                region.capacity,
-                len,
-                libc::MREMAP_MAYMOVE,
-            )
-        };
-        let Some(ptr) = NonNull::new(moved.cast::<u8>()).filter(|_| moved != libc::MAP_FAILED)
-        else {
-            return false;
-        };
-        region.ptr = ptr;
-        region.capacity = len;
-        region.zeroed = false;
-        true
-    }
 }
 
 /// A heap region of `capacity` bytes.
 fn allocate_heap(capacity: usize, zeroed: bool) -> Result<Region, PoolError> {
-    // `let … else` rather than `ok_or`, on this path of every small buffer: see `Pool::lease`.
-    let Some(layout) = Region::heap_layout(capacity) else {
-        return Err(PoolError::TooLarge { len: capacity });
-    };
-    // SAFETY: the layout is at least 48 bytes, never zero-sized.
-    let raw = unsafe {
-        if zeroed {
-            alloc_zeroed(layout)
-        } else {
-            alloc(layout)
-        }
-    };
-    let Some(base) = NonNull::new(raw) else {
+    let Some((ptr, offset)) = heap::allocate(capacity, zeroed) else {
         return Err(PoolError::OutOfMemory { len: capacity });
     };
-    // At most 48: the allocation is 16-byte aligned, and 48 bytes longer than `capacity`.
-    let offset = base.align_offset(GRANULE);
     Ok(Region {
-        // SAFETY: `offset + capacity` is within the allocation (see above).
-        ptr: unsafe { base.add(offset) },
+        ptr,
         capacity,
         zeroed,
-        memory: Memory::Heap {
-            offset: offset as u8,
-        },
+        memory: Memory::Heap { offset },
     })
 }
 
 /// A private anonymous mapping of `capacity` bytes rounded up to whole pages.
 fn map_private(capacity: usize, huge_pages: bool) -> Result<Region, PoolError> {
     let len = page_rounded(capacity).ok_or(PoolError::TooLarge { len: capacity })?;
-    // SAFETY: a fresh anonymous mapping at an address of the kernel's choice (no MAP_FIXED):
-    // it cannot overlap or alter any existing memory.
-    let raw = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if raw == libc::MAP_FAILED {
-        return Err(PoolError::last_os("mmap", len));
-    }
+    let flags = libc::MAP_PRIVATE | libc::MAP_ANONYMOUS;
+    let ptr = mapping::map(len, flags, -1, 0).map_err(|error| PoolError::os("mmap", len, error))?;
     if huge_pages && len >= HUGE_PAGE {
-        // SAFETY: advice on the mapping just made, which this function owns; MADV_HUGEPAGE
-        // changes no contents. Its failure (no THP in this kernel) only loses the advice.
-        unsafe { libc::madvise(raw, len, libc::MADV_HUGEPAGE) };
+        mapping::advise_huge(ptr, len);
     }
-    // A mapping at address 0 (possible only where vm.mmap_min_addr is 0) cannot be a
-    // `NonNull`: it is refused (and leaked) rather than trusted.
-    let ptr = NonNull::new(raw.cast()).ok_or(PoolError::OutOfMemory { len })?;
     Ok(Region {
         ptr,
         capacity: len,

@@ -4,9 +4,14 @@
 //! process that maps the same file (its descriptor passed over a Unix socket or inherited)
 //! sees and writes the very same memory, with no copy.
 //!
-//! Mappings of 2 MiB and more are advised `MADV_HUGEPAGE`, which the kernel honours for
-//! shared memory only when `/sys/kernel/mm/transparent_hugepage/shmem_enabled` allows it
-//! (`never` on many distributions: then shared buffers fault and fill 4 KiB pages).
+//! Mappings of 2 MiB and more start at 2 MiB boundaries and, with [`SharedMemory::huge_pages`]
+//! (the default), are backed by huge pages as they are created, by `MADV_COLLAPSE`: the
+//! kernel's fault-time policy for shared memory,
+//! `/sys/kernel/mm/transparent_hugepage/shmem_enabled`, is `never` by default and ignores
+//! `MADV_HUGEPAGE`, and shared buffers on 4 KiB pages were 1.17–1.47× slower to fill than
+//! inline ones on huge pages (module `mapping`, and the crate's TUNING.md). A receiving
+//! process's [`SharedMapping`] is placed at a 2 MiB boundary too, so that it maps the same
+//! huge pages.
 //!
 //! A cached shared buffer keeps its descriptor open: a pool holds one descriptor per cached or
 //! live shared buffer, bounded by its budget. `memfd_create` failing (no descriptors left:
@@ -19,17 +24,29 @@
 
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::ptr::{self, NonNull};
+use std::ptr::NonNull;
 
-use super::{page_rounded, Backend, Memory, Region};
+use super::mapping::{self, page_rounded, page_size};
+use super::{Backend, Memory, Region};
 use crate::error::PoolError;
 
 /// Name of every pool file (shown in `/proc/PID/fd` and `/proc/PID/maps`).
 const FILE_NAME: &CStr = c"heapworks-pool";
 
 /// Buffers in shared memory, one memfd each.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SharedMemory;
+#[derive(Debug, Clone, Copy)]
+pub struct SharedMemory {
+    /// Back buffers of 2 MiB and more with huge pages where the kernel can (default on): made
+    /// huge with `MADV_COLLAPSE` when they are created, since the kernel's default policy for
+    /// shared memory ignores `MADV_HUGEPAGE` (see the module's doc).
+    pub huge_pages: bool,
+}
+
+impl Default for SharedMemory {
+    fn default() -> Self {
+        Self { huge_pages: true }
+    }
+}
 
 impl Backend for SharedMemory {
     fn name(&self) -> &'static str {
@@ -40,11 +57,8 @@ impl Backend for SharedMemory {
         let len = page_rounded(capacity).ok_or(PoolError::TooLarge { len: capacity })?;
         let file = create_file(len)?;
         let ptr = map_shared(&file, 0, len, len)?;
-        if len >= super::HUGE_PAGE {
-            // SAFETY: advice on the mapping just made, owned here; it changes no contents.
-            // It takes effect where the kernel allows huge pages in shared memory
-            // (`shmem_enabled` advise or always); elsewhere it is refused and ignored.
-            unsafe { libc::madvise(ptr.as_ptr().cast(), len, libc::MADV_HUGEPAGE) };
+        if self.huge_pages {
+            mapping::make_huge(ptr, len);
         }
         Ok(Region {
             ptr,
@@ -141,23 +155,8 @@ fn map_shared(
     reported: usize,
 ) -> Result<NonNull<u8>, PoolError> {
     let offset = libc::off_t::try_from(offset).map_err(|_| PoolError::TooLarge { len })?;
-    // SAFETY: a new mapping at an address of the kernel's choice (no MAP_FIXED), so no
-    // existing memory is affected; the kernel checks the descriptor and the range.
-    let raw = unsafe {
-        libc::mmap(
-            ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED,
-            file.as_raw_fd(),
-            offset,
-        )
-    };
-    if raw == libc::MAP_FAILED {
-        return Err(PoolError::last_os("mmap", reported));
-    }
-    // A mapping at address 0 (only where vm.mmap_min_addr is 0) is refused and leaked.
-    NonNull::new(raw.cast()).ok_or(PoolError::OutOfMemory { len })
+    mapping::map(len, libc::MAP_SHARED, file.as_raw_fd(), offset)
+        .map_err(|error| PoolError::os("mmap", reported, error))
 }
 
 /// A shared buffer described for another process. The descriptor is the exporting process's
@@ -225,7 +224,7 @@ impl SharedMapping {
         if handle.len == 0 {
             return Err(bad("a handle of length 0 has nothing to map".to_string()));
         }
-        let page = super::page_size() as u64;
+        let page = page_size() as u64;
         let aligned_offset = handle.offset / page * page;
         let start = (handle.offset - aligned_offset) as usize;
         let mapped =
@@ -317,7 +316,7 @@ mod tests {
     /// object whose two mappings share their pages, and whose name is gone at once.
     #[test]
     fn an_unlinked_posix_object_serves_as_a_shared_file() {
-        let len = 3 * super::super::page_size();
+        let len = 3 * page_size();
         let file = size_file(open_unlinked_shm(len).unwrap(), len).unwrap();
         let prefix = format!("heapworks-pool-{}-", std::process::id());
         let names = std::fs::read_dir("/dev/shm").unwrap();
