@@ -31,6 +31,11 @@ use crate::index::{Bins, FreeIndex};
 use crate::region::RegionRecord;
 use crate::stats::Counters;
 
+/// Shrinking reallocs to this size and up may move the block into a smaller free chunk (see
+/// `Heap::move_to_smaller_chunk`): a large block's copy costs about what the fragmentation it
+/// avoids is worth (crates/heapworks/TUNING.md).
+const MOVE_ON_SHRINK_FROM: usize = 8 << 10;
+
 /// Whether free and realloc validate their pointer first (feature `checked`, or debug builds).
 pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
 
@@ -470,10 +475,12 @@ impl<I: FreeIndex> Heap<I> {
 
     /// Resizes a block to `new_size` bytes, keeping its alignment and contents.
     ///
-    /// Stays in place when it can: shrinking splits off the tail; growing takes from a free
-    /// right neighbour. Otherwise it allocates, copies `min(old.size(), new_size)` bytes and
-    /// frees the old block. On failure the old block is untouched. `new_size == 0` shrinks to a
-    /// minimal block.
+    /// Growing stays in place when a free right neighbour has the room; otherwise it allocates,
+    /// copies `min(old.size(), new_size)` bytes and frees the old block. Shrinking splits off
+    /// the tail in place, except that a block shrinking to 8 KiB or more moves into a free
+    /// chunk smaller than its own when there is one (the copy keeps free space in fewer,
+    /// larger chunks; [`Heap::try_shrink_in_place`] never moves). On failure the old block is
+    /// untouched. `new_size == 0` shrinks to a minimal block.
     ///
     /// # Safety
     /// `ptr` is a live block of this heap allocated with `old`.
@@ -505,8 +512,9 @@ impl<I: FreeIndex> Heap<I> {
         unsafe { self.resize(ptr, old, new) }
     }
 
-    /// Shrinks a block to `new`, as `Allocator::shrink` does; in place unless `new` asks for an
-    /// alignment the block lacks.
+    /// Shrinks a block to `new`, as `Allocator::shrink` does: as [`Heap::realloc`] shrinks, so
+    /// in place unless `new` asks for an alignment the block lacks or a large block moves into a
+    /// smaller free chunk.
     ///
     /// # Safety
     /// As for [`Heap::realloc`].
@@ -565,10 +573,29 @@ impl<I: FreeIndex> Heap<I> {
         // SAFETY: `ptr` is a live block of this heap (the caller's promise).
         let chunk = unsafe { Chunk::from_payload(ptr) };
         let keeps_alignment = ptr.as_ptr().addr() & (new.align() - 1) == 0;
-        // SAFETY: `ptr` is a live block of this heap (the caller's promise).
-        if keeps_alignment && unsafe { self.resize_in_place(chunk, needed) } {
-            Counters::count(&mut self.counters.reallocs);
-            return Ok(ptr);
+        if keeps_alignment {
+            // SAFETY: `ptr` is a live block of this heap allocated with `old` (the caller's
+            // promise).
+            unsafe {
+                let size = chunk.size();
+                if needed <= size {
+                    let moved = if needed >= MOVE_ON_SHRINK_FROM && new.align() <= GRANULE {
+                        let keep = old.size().min(new.size());
+                        self.move_to_smaller_chunk(chunk, size, needed, keep)
+                    } else {
+                        None
+                    };
+                    if moved.is_none() {
+                        self.shrink_in_place(chunk, size, needed);
+                    }
+                    Counters::count(&mut self.counters.reallocs);
+                    return Ok(moved.unwrap_or(ptr));
+                }
+                if self.grow_into_next(chunk, size, needed) {
+                    Counters::count(&mut self.counters.reallocs);
+                    return Ok(ptr);
+                }
+            }
         }
         let Ok(moved) = self.allocate_uncounted(new) else {
             // SAFETY: `chunk` is the live block at `ptr`, allocated with `old`.
@@ -587,6 +614,39 @@ impl<I: FreeIndex> Heap<I> {
         }
         Counters::count(&mut self.counters.reallocs);
         Ok(moved)
+    }
+
+    /// A shrinking realloc of a large block (to [`MOVE_ON_SHRINK_FROM`] bytes and up) moves it
+    /// into a free chunk smaller than its own, when the index finds one that holds `needed`
+    /// bytes: the whole old chunk is then freed (and merges with its free neighbours) instead
+    /// of leaving a tail behind, so free space stays in fewer, larger chunks. The first `keep`
+    /// bytes are copied. `None`, and nothing changed, when no such chunk is found (the free
+    /// right neighbour does not count: shrinking in place gives it the tail anyway).
+    ///
+    /// # Safety
+    /// `chunk` is a live block of `size >= needed` bytes holding at least `keep` bytes of
+    /// payload; `needed` is a chunk size for a request aligned to at most `GRANULE`.
+    #[inline(never)]
+    unsafe fn move_to_smaller_chunk(
+        &mut self,
+        chunk: Chunk,
+        size: usize,
+        needed: usize,
+        keep: usize,
+    ) -> Option<NonNull<u8>> {
+        // SAFETY: the index holds only free chunks, all distinct from the live block, so the
+        // copy does not overlap; the block is released only after its contents are copied.
+        unsafe {
+            let (target, slot) = self.index.find(needed)?;
+            if target.size() >= size || target == chunk.after(size) {
+                return None;
+            }
+            let moved = self.take(target, Filed::Entry(target, slot), needed);
+            core::ptr::copy_nonoverlapping(chunk.payload().as_ptr(), moved.as_ptr(), keep);
+            self.counters.in_use -= size;
+            self.release(chunk, size);
+            Some(moved)
+        }
     }
 
     /// The last resort of a growing realloc that found no free chunk to move to: the block
@@ -649,6 +709,35 @@ impl<I: FreeIndex> Heap<I> {
         }
     }
 
+    /// Shrinks a block to `new_size` bytes without moving it: the tail goes to a free right
+    /// neighbour, or becomes a free chunk when it is large enough for one (otherwise the block
+    /// keeps it). Fails, changing nothing, when the block holds fewer than `new_size` bytes.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this heap.
+    pub unsafe fn try_shrink_in_place(
+        &mut self,
+        ptr: NonNull<u8>,
+        new_size: usize,
+    ) -> Result<(), AllocError> {
+        if CHECKED {
+            if let Err(misuse) = self.validate(ptr) {
+                report(misuse);
+            }
+        }
+        let needed = chunk_size_for(new_size).ok_or(AllocError)?;
+        // SAFETY: `ptr` is a live block (the caller's promise, checked above in checked builds).
+        unsafe {
+            let chunk = Chunk::from_payload(ptr);
+            let size = chunk.size();
+            if needed > size {
+                return Err(AllocError);
+            }
+            self.shrink_in_place(chunk, size, needed);
+        }
+        Ok(())
+    }
+
     /// Grows a block to hold `new_size` bytes without moving it, if its right neighbour is free
     /// and large enough. A block that already holds `new_size` bytes succeeds unchanged.
     ///
@@ -673,24 +762,6 @@ impl<I: FreeIndex> Heap<I> {
                 Ok(())
             } else {
                 Err(AllocError)
-            }
-        }
-    }
-
-    /// Resizes the chunk to `needed` bytes in place if possible.
-    ///
-    /// # Safety
-    /// `chunk` is an allocated chunk.
-    #[inline(always)]
-    unsafe fn resize_in_place(&mut self, chunk: Chunk, needed: usize) -> bool {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let size = chunk.size();
-            if needed <= size {
-                self.shrink_in_place(chunk, size, needed);
-                true
-            } else {
-                self.grow_into_next(chunk, size, needed)
             }
         }
     }
