@@ -31,10 +31,11 @@ use crate::index::{Bins, FreeIndex};
 use crate::region::RegionRecord;
 use crate::stats::Counters;
 
-/// Shrinking reallocs to this size and up may move the block into a smaller free chunk (see
-/// `Heap::move_to_smaller_chunk`): a large block's copy costs about what the fragmentation it
-/// avoids is worth (crates/heapworks/TUNING.md).
+/// A block shrinking to this size and up may move into a smaller free chunk when memory runs
+/// short (`Heap::compacts_on_shrink`); measured in crates/heapworks/TUNING.md.
 const MOVE_ON_SHRINK_FROM: usize = 8 << 10;
+/// Such a move is made only into a chunk that it fills to within this many bytes.
+const MOVE_LEAVES_LESS_THAN: usize = 2 << 10;
 
 /// Whether free and realloc validate their pointer first (feature `checked`, or debug builds).
 pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
@@ -477,10 +478,11 @@ impl<I: FreeIndex> Heap<I> {
     ///
     /// Growing stays in place when a free right neighbour has the room; otherwise it allocates,
     /// copies `min(old.size(), new_size)` bytes and frees the old block. Shrinking splits off
-    /// the tail in place, except that a block shrinking to 8 KiB or more moves into a free
-    /// chunk smaller than its own when there is one (the copy keeps free space in fewer,
-    /// larger chunks; [`Heap::try_shrink_in_place`] never moves). On failure the old block is
-    /// untouched. `new_size == 0` shrinks to a minimal block.
+    /// the tail in place, except when memory runs short (less than a quarter of the heap
+    /// free): then a block shrinking to 8 KiB or more moves into a smaller free chunk that it
+    /// fills to within 2 KiB, if there is one, so that free space stays in fewer, larger chunks
+    /// ([`Heap::try_shrink_in_place`] never moves). On failure the old block is untouched.
+    /// `new_size == 0` shrinks to a minimal block.
     ///
     /// # Safety
     /// `ptr` is a live block of this heap allocated with `old`.
@@ -579,7 +581,7 @@ impl<I: FreeIndex> Heap<I> {
             unsafe {
                 let size = chunk.size();
                 if needed <= size {
-                    let moved = if needed >= MOVE_ON_SHRINK_FROM && new.align() <= GRANULE {
+                    let moved = if self.compacts_on_shrink(needed, new.align()) {
                         let keep = old.size().min(new.size());
                         self.move_to_smaller_chunk(chunk, size, needed, keep)
                     } else {
@@ -616,12 +618,25 @@ impl<I: FreeIndex> Heap<I> {
         Ok(moved)
     }
 
-    /// A shrinking realloc of a large block (to [`MOVE_ON_SHRINK_FROM`] bytes and up) moves it
-    /// into a free chunk smaller than its own, when the index finds one that holds `needed`
-    /// bytes: the whole old chunk is then freed (and merges with its free neighbours) instead
-    /// of leaving a tail behind, so free space stays in fewer, larger chunks. The first `keep`
-    /// bytes are copied. `None`, and nothing changed, when no such chunk is found (the free
-    /// right neighbour does not count: shrinking in place gives it the tail anyway).
+    /// Whether a block shrinking to a chunk of `needed` bytes at alignment `align` should try
+    /// [`Heap::move_to_smaller_chunk`]: a large block (see [`MOVE_ON_SHRINK_FROM`]), at the
+    /// granule's alignment, in a heap with less than a quarter of its memory free. Only when
+    /// memory runs short is a tight hole worth a copy.
+    #[inline(always)]
+    fn compacts_on_shrink(&self, needed: usize, align: usize) -> bool {
+        let Counters {
+            managed, in_use, ..
+        } = self.counters;
+        needed >= MOVE_ON_SHRINK_FROM && align <= GRANULE && (managed - in_use) < managed / 4
+    }
+
+    /// Moves a shrinking block into a free chunk that it fills to within
+    /// [`MOVE_LEAVES_LESS_THAN`] bytes and that is smaller than its own, when the index finds
+    /// one for `needed` bytes: the whole old chunk is then freed (and merges with its free
+    /// neighbours) instead of leaving a tail behind, and a hole too small for most large
+    /// requests is filled, so free space stays in fewer, larger chunks. The first `keep` bytes
+    /// are copied. `None`, and nothing changed, when no such chunk is found (the free right
+    /// neighbour does not count: shrinking in place gives it the tail anyway).
     ///
     /// # Safety
     /// `chunk` is a live block of `size >= needed` bytes holding at least `keep` bytes of
@@ -638,7 +653,11 @@ impl<I: FreeIndex> Heap<I> {
         // copy does not overlap; the block is released only after its contents are copied.
         unsafe {
             let (target, slot) = self.index.find(needed)?;
-            if target.size() >= size || target == chunk.after(size) {
+            let target_size = target.size();
+            if target_size >= size
+                || target_size - needed >= MOVE_LEAVES_LESS_THAN
+                || target == chunk.after(size)
+            {
                 return None;
             }
             let moved = self.take(target, Filed::Entry(target, slot), needed);
