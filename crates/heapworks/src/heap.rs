@@ -372,13 +372,10 @@ impl<I: FreeIndex> Heap<I> {
     /// corrupting the heap.
     #[inline]
     pub unsafe fn free(&mut self, ptr: NonNull<u8>) {
-        if CHECKED {
-            if let Err(misuse) = self.validate(ptr) {
-                report(misuse);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk(ptr) }.unwrap_or_else(|misuse| report(misuse));
         // SAFETY: forwarded from the caller (and checked above in checked builds).
-        unsafe { self.release_block(ptr) }
+        unsafe { self.release_block(chunk) }
     }
 
     /// Frees a block allocated with `layout` (which only checked builds look at).
@@ -405,21 +402,19 @@ impl<I: FreeIndex> Heap<I> {
         ptr: NonNull<u8>,
         layout: Layout,
     ) -> Result<(), Misuse> {
-        if CHECKED {
-            self.validate_layout(ptr, layout)?;
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk_for(ptr, layout)? };
         // SAFETY: forwarded from the caller (and checked above in checked builds).
-        unsafe { self.release_block(ptr) };
+        unsafe { self.release_block(chunk) };
         Ok(())
     }
 
     /// # Safety
-    /// `ptr` is a live block of this heap.
+    /// `chunk` is a live block of this heap.
     #[inline(always)]
-    unsafe fn release_block(&mut self, ptr: NonNull<u8>) {
-        // SAFETY: a live block has a valid header one word before its payload.
+    unsafe fn release_block(&mut self, chunk: Chunk) {
+        // SAFETY: a live block has a valid header.
         unsafe {
-            let chunk = Chunk::from_payload(ptr);
             let size = chunk.size();
             self.counters.in_use -= size;
             self.release(chunk, size);
@@ -555,25 +550,23 @@ impl<I: FreeIndex> Heap<I> {
         old: Layout,
         new: Layout,
     ) -> Result<Result<NonNull<u8>, AllocError>, Misuse> {
-        if CHECKED {
-            self.validate_layout(ptr, old)?;
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk_for(ptr, old)? };
         // SAFETY: forwarded from the caller (and checked above in checked builds).
-        Ok(unsafe { self.resize_valid(ptr, old, new) })
+        Ok(unsafe { self.resize_valid(ptr, chunk, old, new) })
     }
 
     /// # Safety
-    /// `ptr` is a live block of this heap allocated with `old`.
+    /// `ptr` is a live block of this heap allocated with `old`, and `chunk` its chunk.
     #[inline(always)]
     unsafe fn resize_valid(
         &mut self,
         ptr: NonNull<u8>,
+        chunk: Chunk,
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<u8>, AllocError> {
         let needed = chunk_size_for_layout(new);
-        // SAFETY: `ptr` is a live block of this heap (the caller's promise).
-        let chunk = unsafe { Chunk::from_payload(ptr) };
         let keeps_alignment = ptr.as_ptr().addr() & (new.align() - 1) == 0;
         if keeps_alignment {
             // SAFETY: `ptr` is a live block of this heap allocated with `old` (the caller's
@@ -583,7 +576,7 @@ impl<I: FreeIndex> Heap<I> {
                 if needed <= size {
                     let moved = if self.compacts_on_shrink(needed, new.align()) {
                         let keep = old.size().min(new.size());
-                        self.move_to_smaller_chunk(chunk, size, needed, keep)
+                        self.move_to_smaller_chunk(ptr, chunk, size, needed, keep)
                     } else {
                         None
                     };
@@ -601,7 +594,8 @@ impl<I: FreeIndex> Heap<I> {
         }
         let Ok(moved) = self.allocate_uncounted(new) else {
             // SAFETY: `chunk` is the live block at `ptr`, allocated with `old`.
-            let slid = unsafe { self.slide_back(chunk, old, new, needed) }.ok_or(AllocError)?;
+            let slid =
+                unsafe { self.slide_back(ptr, chunk, old, new, needed) }.ok_or(AllocError)?;
             Counters::count(&mut self.counters.reallocs);
             return Ok(slid);
         };
@@ -635,15 +629,17 @@ impl<I: FreeIndex> Heap<I> {
     /// one for `needed` bytes: the whole old chunk is then freed (and merges with its free
     /// neighbours) instead of leaving a tail behind, and a hole too small for most large
     /// requests is filled, so free space stays in fewer, larger chunks. The first `keep` bytes
-    /// are copied. `None`, and nothing changed, when no such chunk is found (the free right
-    /// neighbour does not count: shrinking in place gives it the tail anyway).
+    /// are copied from `ptr`. `None`, and nothing changed, when no such chunk is found (the
+    /// free right neighbour does not count: shrinking in place gives it the tail anyway).
     ///
     /// # Safety
-    /// `chunk` is a live block of `size >= needed` bytes holding at least `keep` bytes of
-    /// payload; `needed` is a chunk size for a request aligned to at most `GRANULE`.
+    /// `chunk` is the chunk of the live block `ptr`, of `size >= needed` bytes holding at least
+    /// `keep` bytes of payload; `needed` is a chunk size for a request aligned to at most
+    /// `GRANULE`.
     #[inline(never)]
     unsafe fn move_to_smaller_chunk(
         &mut self,
+        ptr: NonNull<u8>,
         chunk: Chunk,
         size: usize,
         needed: usize,
@@ -661,7 +657,7 @@ impl<I: FreeIndex> Heap<I> {
                 return None;
             }
             let moved = self.take(target, Filed::Entry(target, slot), needed);
-            core::ptr::copy_nonoverlapping(chunk.payload().as_ptr(), moved.as_ptr(), keep);
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), moved.as_ptr(), keep);
             self.counters.in_use -= size;
             self.release(chunk, size);
             Some(moved)
@@ -674,10 +670,12 @@ impl<I: FreeIndex> Heap<I> {
     /// here, so the copy (`memmove`, the spans overlap) is never on a fast path.
     ///
     /// # Safety
-    /// `chunk` is a live block allocated with `old`, of fewer than `needed` bytes.
+    /// `chunk` is the chunk of the live block `ptr`, allocated with `old`, of fewer than
+    /// `needed` bytes.
     #[cold]
     unsafe fn slide_back(
         &mut self,
+        ptr: NonNull<u8>,
         chunk: Chunk,
         old: Layout,
         new: Layout,
@@ -712,7 +710,7 @@ impl<I: FreeIndex> Heap<I> {
                 self.index.unlink(chunk.after(size), I::slot_of(next_size));
             }
             let keep = old.size().min(new.size());
-            core::ptr::copy(chunk.payload().as_ptr(), prev.payload().as_ptr(), keep);
+            core::ptr::copy(ptr.as_ptr(), prev.payload().as_ptr(), keep);
             // `occupy_span` expects a span that was free, whose right neighbour says so.
             chunk.after(size + next_size).set_prev_in_use(false);
             let taken = self.occupy_span(
@@ -739,15 +737,11 @@ impl<I: FreeIndex> Heap<I> {
         ptr: NonNull<u8>,
         new_size: usize,
     ) -> Result<(), AllocError> {
-        if CHECKED {
-            if let Err(misuse) = self.validate(ptr) {
-                report(misuse);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk(ptr) }.unwrap_or_else(|misuse| report(misuse));
         let needed = chunk_size_for(new_size).ok_or(AllocError)?;
         // SAFETY: `ptr` is a live block (the caller's promise, checked above in checked builds).
         unsafe {
-            let chunk = Chunk::from_payload(ptr);
             let size = chunk.size();
             if needed > size {
                 return Err(AllocError);
@@ -767,15 +761,11 @@ impl<I: FreeIndex> Heap<I> {
         ptr: NonNull<u8>,
         new_size: usize,
     ) -> Result<(), AllocError> {
-        if CHECKED {
-            if let Err(misuse) = self.validate(ptr) {
-                report(misuse);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk(ptr) }.unwrap_or_else(|misuse| report(misuse));
         let needed = chunk_size_for(new_size).ok_or(AllocError)?;
         // SAFETY: `ptr` is a live block (the caller's promise, checked above in checked builds).
         unsafe {
-            let chunk = Chunk::from_payload(ptr);
             let size = chunk.size();
             if needed <= size || self.grow_into_next(chunk, size, needed) {
                 Ok(())
@@ -850,6 +840,44 @@ impl<I: FreeIndex> Heap<I> {
     /// was freed and whose memory now belongs to another live block cannot be told apart from
     /// that block: no one-word design can.
     pub fn validate(&self, ptr: NonNull<u8>) -> Result<(), Misuse> {
+        self.validated_chunk(ptr).map(drop)
+    }
+
+    /// The chunk of the block at `ptr`, which checked builds validate first (see
+    /// [`Heap::validated_chunk`]); unchecked builds take the header from `ptr` itself.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this heap, or in checked builds any pointer.
+    #[inline(always)]
+    unsafe fn block_chunk(&self, ptr: NonNull<u8>) -> Result<Chunk, Misuse> {
+        if CHECKED {
+            self.validated_chunk(ptr)
+        } else {
+            // SAFETY: forwarded from the caller.
+            Ok(unsafe { Chunk::from_payload(ptr) })
+        }
+    }
+
+    /// [`Heap::block_chunk`], and in checked builds that `layout` fits the block.
+    ///
+    /// # Safety
+    /// As for [`Heap::block_chunk`], and `layout` is the block's.
+    #[inline(always)]
+    unsafe fn block_chunk_for(&self, ptr: NonNull<u8>, layout: Layout) -> Result<Chunk, Misuse> {
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk(ptr)? };
+        if CHECKED {
+            // SAFETY: validated by `block_chunk`.
+            layout_fits(ptr, layout, unsafe { chunk.size() } - WORD)?;
+        }
+        Ok(chunk)
+    }
+
+    /// [`Heap::validate`], returning the block's chunk. The chunk is reached through the
+    /// provenance of the region holding it, not through `ptr`: a caller's pointer may grant
+    /// access to the payload alone (a `Box`'s does, under Rust's aliasing rules), while the
+    /// header lies just before it.
+    fn validated_chunk(&self, ptr: NonNull<u8>) -> Result<Chunk, Misuse> {
         let addr = ptr.as_ptr().addr();
         let foreign = Misuse::Foreign { addr };
         if !addr.is_multiple_of(GRANULE) {
@@ -857,10 +885,10 @@ impl<I: FreeIndex> Heap<I> {
         }
         let region = self.region_holding(addr).ok_or(foreign)?;
         // SAFETY: `ptr` lies inside a region, after its first chunk's header and before its
-        // sentinel, so the word before it is readable; the neighbour is read only after its
-        // address is checked against the sentinel.
+        // sentinel, so the word before it is readable through the region's provenance; the
+        // neighbour is read only after its address is checked against the sentinel.
         unsafe {
-            let chunk = Chunk::from_payload(ptr);
+            let chunk = region.sentinel.with_addr(addr - WORD);
             let header = chunk.header();
             if header & IN_USE == 0 {
                 return Err(Misuse::DoubleFree { addr });
@@ -873,15 +901,8 @@ impl<I: FreeIndex> Heap<I> {
             if chunk.after(size).header() & PREV_IN_USE == 0 {
                 return Err(corrupt);
             }
+            Ok(chunk)
         }
-        Ok(())
-    }
-
-    /// [`Heap::validate`], and that `layout` fits the block.
-    fn validate_layout(&self, ptr: NonNull<u8>, layout: Layout) -> Result<(), Misuse> {
-        self.validate(ptr)?;
-        // SAFETY: validated just above.
-        layout_fits(ptr, layout, unsafe { Heap::usable_size(ptr) })
     }
 }
 
