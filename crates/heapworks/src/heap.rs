@@ -61,10 +61,9 @@ pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions)
 /// ```
 ///
 /// The heap is generic over its free index: `Heap` is `Heap<Bins>`, the default;
-/// `Heap::<SplayTree>::empty()`, `Heap::<RedBlackTree>::empty()` or `Heap::<Hybrid>::empty()`
-/// build one over another index
-/// (see [`crate::index`]). Every method behaves the same whatever the index; only speed and
-/// fragmentation differ.
+/// `Heap::<SplayTree>::empty()`, `Heap::<RedBlackTree>::empty()`, `Heap::<Hybrid>::empty()`
+/// and so on build one over another index (see [`crate::index`]). Every method behaves the
+/// same whatever the index; only speed and fragmentation differ.
 pub struct Heap<I = Bins> {
     pub(crate) index: I,
     pub(crate) regions: Option<NonNull<RegionRecord>>,

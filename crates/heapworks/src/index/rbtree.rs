@@ -72,7 +72,7 @@ use crate::index::tree::{
 use crate::index::Index;
 
 /// The colour bit of a node's `left` word: set for a red node.
-const RED: usize = 1;
+pub(crate) const RED: usize = 1;
 const _: () = assert!(
     WORD > RED,
     "chunk headers are word-aligned, so bit 0 of a link is spare"
@@ -80,10 +80,10 @@ const _: () = assert!(
 
 /// The most nodes on a path from the root in any red-black tree of chunks: 2·log2(n + 1) for
 /// the largest number n of nodes an address space holds (see the module docs).
-const MAX_DEPTH: usize = (usize::BITS + 1 - GRANULE_SHIFT) as usize;
+pub(crate) const MAX_DEPTH: usize = (usize::BITS + 1 - GRANULE_SHIFT) as usize;
 
 /// A path's capacity: a removal's fix-up may push one more entry than the descent.
-const PATH_CAPACITY: usize = MAX_DEPTH + 1;
+pub(crate) const PATH_CAPACITY: usize = MAX_DEPTH + 1;
 
 /// A red-black tree of free chunks keyed by size, with duplicate lists and no parent pointer
 /// (see the module docs). `Heap::<RedBlackTree>::empty()` builds a heap on it.
@@ -95,7 +95,7 @@ pub struct RedBlackTree {
 }
 
 /// Child links with the colour bit masked off.
-struct Coloured;
+pub(crate) struct Coloured;
 
 impl Children for Coloured {
     #[inline(always)]
@@ -108,7 +108,7 @@ impl Children for Coloured {
 
 /// Link word `side` of a node, read as a raw pointer (colour bit included).
 #[inline(always)]
-fn raw(node: Chunk, side: usize) -> *mut *mut u8 {
+pub(crate) fn raw(node: Chunk, side: usize) -> *mut *mut u8 {
     link(node, side).cast()
 }
 
@@ -117,7 +117,7 @@ fn raw(node: Chunk, side: usize) -> *mut *mut u8 {
 /// # Safety
 /// `node` is a tree node.
 #[inline(always)]
-unsafe fn child(node: Chunk, side: usize) -> Option<Chunk> {
+pub(crate) unsafe fn child(node: Chunk, side: usize) -> Option<Chunk> {
     // SAFETY: forwarded from the caller.
     unsafe { Coloured::child(node, side) }
 }
@@ -127,7 +127,7 @@ unsafe fn child(node: Chunk, side: usize) -> Option<Chunk> {
 /// # Safety
 /// `node` is a tree node.
 #[inline(always)]
-unsafe fn set_child(node: Chunk, side: usize, to: Option<Chunk>) {
+pub(crate) unsafe fn set_child(node: Chunk, side: usize, to: Option<Chunk>) {
     let word = raw(node, side);
     // SAFETY: a node has four link words; the colour bit is 0 in `right`.
     unsafe {
@@ -144,7 +144,7 @@ unsafe fn set_child(node: Chunk, side: usize, to: Option<Chunk>) {
 /// # Safety
 /// `node` is a tree node.
 #[inline(always)]
-unsafe fn colour(node: Chunk) -> usize {
+pub(crate) unsafe fn colour(node: Chunk) -> usize {
     // SAFETY: forwarded from the caller.
     unsafe { raw(node, LEFT).read().addr() & RED }
 }
@@ -154,7 +154,7 @@ unsafe fn colour(node: Chunk) -> usize {
 /// # Safety
 /// `node`, if any, is a tree node.
 #[inline(always)]
-unsafe fn is_red(node: Option<Chunk>) -> bool {
+pub(crate) unsafe fn is_red(node: Option<Chunk>) -> bool {
     // SAFETY: forwarded from the caller.
     node.is_some_and(|node| unsafe { colour(node) } == RED)
 }
@@ -164,7 +164,7 @@ unsafe fn is_red(node: Option<Chunk>) -> bool {
 /// # Safety
 /// `node` is a tree node.
 #[inline(always)]
-unsafe fn paint(node: Chunk, colour: usize) {
+pub(crate) unsafe fn paint(node: Chunk, colour: usize) {
     let word = raw(node, LEFT);
     // SAFETY: forwarded from the caller.
     unsafe { word.write(word.read().map_addr(|addr| addr & !RED | colour)) }
@@ -188,14 +188,14 @@ unsafe fn rotate(node: Chunk, side: usize) -> Chunk {
 
 /// The nodes a descent passed, from the root down, with the side it took at each: the fix-ups'
 /// way up, in place of parent pointers. Entries `0..len` are written.
-struct Path {
+pub(crate) struct Path {
     entries: [MaybeUninit<(Chunk, usize)>; PATH_CAPACITY],
-    len: usize,
+    pub(crate) len: usize,
 }
 
 impl Path {
     #[inline(always)]
-    fn new() -> Path {
+    pub(crate) fn new() -> Path {
         Path {
             entries: [const { MaybeUninit::uninit() }; PATH_CAPACITY],
             len: 0,
@@ -208,7 +208,7 @@ impl Path {
     /// The path is shorter than `PATH_CAPACITY`: true of any path in a consistent tree (see
     /// [`MAX_DEPTH`]) plus a removal's one extra entry.
     #[inline(always)]
-    unsafe fn push(&mut self, node: Chunk, side: usize) {
+    pub(crate) unsafe fn push(&mut self, node: Chunk, side: usize) {
         debug_assert!(
             self.len < PATH_CAPACITY,
             "deeper than a red-black tree can be"
@@ -223,7 +223,7 @@ impl Path {
     /// # Safety
     /// `at < self.len`.
     #[inline(always)]
-    unsafe fn at(&self, at: usize) -> (Chunk, usize) {
+    pub(crate) unsafe fn at(&self, at: usize) -> (Chunk, usize) {
         debug_assert!(at < self.len);
         // SAFETY: entries below `len` are written.
         unsafe { self.entries.get_unchecked(at).assume_init() }
@@ -234,7 +234,7 @@ impl Path {
     /// # Safety
     /// `at < self.len`.
     #[inline(always)]
-    unsafe fn set_at(&mut self, at: usize, node: Chunk, side: usize) {
+    pub(crate) unsafe fn set_at(&mut self, at: usize, node: Chunk, side: usize) {
         debug_assert!(at < self.len);
         // SAFETY: `at` is within the array.
         unsafe { self.entries.get_unchecked_mut(at) }.write((node, side));
@@ -377,7 +377,7 @@ impl RedBlackTree {
         // SAFETY: filed chunks are free chunks with the link words of their size; a chunk of
         // the tree's sizes whose `prev` is null is a node (module invariants).
         unsafe {
-            if unlink_listed(&mut self.smallest, chunk, size) {
+            if unlink_listed::<Coloured>(&mut self.smallest, chunk, size) {
                 return;
             }
             let mut path = Path::new();
@@ -525,96 +525,117 @@ impl RedBlackTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        let mut tally = Tally::new(limit);
-        let complete =
-            tally.take_list(self.smallest, MIN_CHUNK)? && self.tally_tree(&mut tally, min_node)?;
-        Ok(complete.then(|| tally.result()).flatten())
+        // SAFETY: a node's `prev` word is inside it.
+        let prev_is_null = |node, _parent| unsafe { get(node, PREV) }.is_none();
+        tally_red_black(self.root, self.smallest, min_node, limit, prev_is_null)
     }
+}
 
-    /// The tree's part of [`Index::tally`]: a walk of every node with a stack of pending
-    /// subtrees (no recursion), verifying order, node size, `prev` null, the colour rules and
-    /// equal black heights, and counting each node's duplicate list. `min_node` is the least
-    /// size a node may have.
-    fn tally_tree(&self, tally: &mut Tally, min_node: usize) -> Result<bool, Corruption> {
-        let Some(root) = self.root else {
-            return Ok(true);
-        };
-        /// A subtree still to walk: its root, the exclusive bounds of its sizes, the black
-        /// nodes above it, whether its parent is red.
-        #[derive(Clone, Copy)]
-        struct Pending {
-            node: Chunk,
-            above: usize,
-            below: usize,
-            blacks: usize,
-            red_parent: bool,
-        }
-        // A preorder walk keeps at most one pending right subtree per level: a tree deeper
-        // than `MAX_DEPTH`, which breaks the red-black rules, overflows the stack.
-        let mut stack = [None::<Pending>; PATH_CAPACITY];
-        stack[0] = Some(Pending {
-            node: root,
-            above: 0,
-            below: usize::MAX,
-            blacks: 0,
-            red_parent: false,
-        });
-        let mut len = 1usize;
-        let mut leaf_blacks = None;
-        while let Some(Some(pending)) = len.checked_sub(1).and_then(|top| stack.get(top)) {
-            len -= 1;
-            let node = pending.node;
-            let bad = fault(node.addr(), CorruptionKind::BadLink);
-            // SAFETY: the node was reached through non-null links; its header and link words
-            // are read only once its header says it is a free chunk of a node's size (the
-            // checker's stated limit).
-            let (size, red) = unsafe {
-                let size = node.size();
-                if size <= pending.above || size >= pending.below || size < min_node {
-                    return bad;
-                }
-                if !tally.take_list(Some(node), size)? {
-                    return Ok(false);
-                }
-                if get(node, PREV).is_some() {
-                    return bad;
-                }
-                (size, colour(node) == RED)
-            };
-            if red && (pending.red_parent || node == root) {
+/// The checker's count of a red-black tree of chunks ([`Index::tally`]): the list of the
+/// smallest chunks, then a walk of every node with a stack of pending subtrees (no
+/// recursion), verifying order, node size (at least `min_node`), the colour rules and equal
+/// black heights, and that `prev_word_ok(node, parent)` accepts each node's `prev` word, and
+/// counting each node's duplicate list.
+pub(crate) fn tally_red_black(
+    root: Option<Chunk>,
+    smallest: Option<Chunk>,
+    min_node: usize,
+    limit: usize,
+    prev_word_ok: impl Fn(Chunk, Option<Chunk>) -> bool,
+) -> Result<Option<(usize, usize)>, Corruption> {
+    let mut tally = Tally::new(limit);
+    let complete = tally.take_list(smallest, MIN_CHUNK)?
+        && tally_tree(&mut tally, root, min_node, prev_word_ok)?;
+    Ok(complete.then(|| tally.result()).flatten())
+}
+
+/// The tree's part of [`tally_red_black`]; `Ok(false)` once past the tally's limit.
+fn tally_tree(
+    tally: &mut Tally,
+    root: Option<Chunk>,
+    min_node: usize,
+    prev_word_ok: impl Fn(Chunk, Option<Chunk>) -> bool,
+) -> Result<bool, Corruption> {
+    let Some(root) = root else {
+        return Ok(true);
+    };
+    /// A subtree still to walk: its root and that root's parent, the exclusive bounds of its
+    /// sizes, the black nodes above it, whether its parent is red.
+    #[derive(Clone, Copy)]
+    struct Pending {
+        node: Chunk,
+        parent: Option<Chunk>,
+        above: usize,
+        below: usize,
+        blacks: usize,
+        red_parent: bool,
+    }
+    // A preorder walk keeps at most one pending right subtree per level: a tree deeper than
+    // `MAX_DEPTH`, which breaks the red-black rules, overflows the stack.
+    let mut stack = [None::<Pending>; PATH_CAPACITY];
+    stack[0] = Some(Pending {
+        node: root,
+        parent: None,
+        above: 0,
+        below: usize::MAX,
+        blacks: 0,
+        red_parent: false,
+    });
+    let mut len = 1usize;
+    let mut leaf_blacks = None;
+    while let Some(Some(pending)) = len.checked_sub(1).and_then(|top| stack.get(top)) {
+        len -= 1;
+        let node = pending.node;
+        let bad = fault(node.addr(), CorruptionKind::BadLink);
+        // SAFETY: the node was reached through non-null links; its header and link words are
+        // read only once its header says it is a free chunk of a node's size (the checker's
+        // stated limit).
+        let (size, red) = unsafe {
+            let size = node.size();
+            if size <= pending.above || size >= pending.below || size < min_node {
                 return bad;
             }
-            let blacks = pending.blacks + usize::from(!red);
-            for (side, above, below) in [(RIGHT, size, pending.below), (LEFT, pending.above, size)]
-            {
-                // SAFETY: as above.
-                match unsafe { child(node, side) } {
-                    None if *leaf_blacks.get_or_insert(blacks) != blacks => return bad,
-                    None => {}
-                    Some(next) => {
-                        let Some(slot) = stack.get_mut(len) else {
-                            return bad;
-                        };
-                        *slot = Some(Pending {
-                            node: next,
-                            above,
-                            below,
-                            blacks,
-                            red_parent: red,
-                        });
-                        len += 1;
-                    }
+            if !tally.take_list(Some(node), size)? {
+                return Ok(false);
+            }
+            if !prev_word_ok(node, pending.parent) {
+                return bad;
+            }
+            (size, colour(node) == RED)
+        };
+        if red && (pending.red_parent || node == root) {
+            return bad;
+        }
+        let blacks = pending.blacks + usize::from(!red);
+        for (side, above, below) in [(RIGHT, size, pending.below), (LEFT, pending.above, size)] {
+            // SAFETY: as above.
+            match unsafe { child(node, side) } {
+                None if *leaf_blacks.get_or_insert(blacks) != blacks => return bad,
+                None => {}
+                Some(next) => {
+                    let Some(slot) = stack.get_mut(len) else {
+                        return bad;
+                    };
+                    *slot = Some(Pending {
+                        node: next,
+                        parent: Some(node),
+                        above,
+                        below,
+                        blacks,
+                        red_parent: red,
+                    });
+                    len += 1;
                 }
             }
         }
-        Ok(true)
     }
+    Ok(true)
 }
 
 size_tree_index!(RedBlackTree);
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     extern crate std;
 
     use core::alloc::Layout;
@@ -623,19 +644,22 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
-    use crate::index::{churn, test_heap};
+    use crate::index::{churn, test_heap, FreeIndex};
     use crate::Heap;
 
     /// The layout whose block takes a chunk of `chunk` bytes.
-    fn payload(chunk: usize) -> Layout {
+    pub(crate) fn payload(chunk: usize) -> Layout {
         Layout::from_size_align(chunk - WORD, 8).unwrap()
     }
 
     /// Frees chunks of `sizes` bytes (in that order), kept apart by live blocks, in a heap
-    /// with no other free chunk: the tree then holds exactly those chunks. Returns the heap's
-    /// memory's user and the chunks.
-    fn tree_of(memory: &mut [u128], sizes: &[usize]) -> (Heap<RedBlackTree>, Vec<Chunk>) {
-        let mut heap = test_heap::<RedBlackTree>(memory);
+    /// on the index `I` with no other free chunk: the index then holds exactly those chunks.
+    /// Returns the heap and the chunks.
+    pub(crate) fn tree_of<I: FreeIndex>(
+        memory: &mut [u128],
+        sizes: &[usize],
+    ) -> (Heap<I>, Vec<Chunk>) {
+        let mut heap = test_heap::<I>(memory);
         let holes: Vec<NonNull<u8>> = sizes
             .iter()
             .map(|&size| {
@@ -680,7 +704,7 @@ mod tests {
     fn sorted_insertions_stay_balanced() {
         let sizes: Vec<usize> = (0..127).map(|i| TREE_MIN + i * 16).collect();
         let mut memory = vec![0u128; 16384];
-        let (mut heap, chunks) = tree_of(&mut memory, &sizes);
+        let (mut heap, chunks) = tree_of::<RedBlackTree>(&mut memory, &sizes);
         let mut height = 0;
         let mut stack = vec![(heap.index.root, 0)];
         while let Some((node, depth)) = stack.pop() {
@@ -713,7 +737,7 @@ mod tests {
     #[test]
     fn the_search_takes_the_smallest_chunk_that_fits() {
         let mut memory = vec![0u128; 1024];
-        let (mut heap, chunks) = tree_of(&mut memory, &[96, 160, 112, 112]);
+        let (mut heap, chunks) = tree_of::<RedBlackTree>(&mut memory, &[96, 160, 112, 112]);
         let block = heap.allocate(payload(112)).unwrap();
         assert_eq!(block, chunks[3].payload());
         let block = heap.allocate(payload(112)).unwrap();
@@ -729,7 +753,7 @@ mod tests {
     #[test]
     fn a_request_too_large_fails_and_changes_nothing() {
         let mut memory = vec![0u128; 1024];
-        let (mut heap, _) = tree_of(&mut memory, &[96, 160, 112]);
+        let (mut heap, _) = tree_of::<RedBlackTree>(&mut memory, &[96, 160, 112]);
         let before = heap.stats();
         assert!(heap.allocate(payload(176)).is_err());
         assert_eq!(heap.stats(), before);
@@ -746,7 +770,7 @@ mod tests {
     /// that the checker reports a broken link at the chunk of `sizes[culprit]`.
     fn assert_reported(sizes: &[usize], corrupt: impl FnOnce(&[Chunk]), culprit: usize) {
         let mut memory = vec![0u128; 1024];
-        let (heap, chunks) = tree_of(&mut memory, sizes);
+        let (heap, chunks) = tree_of::<RedBlackTree>(&mut memory, sizes);
         corrupt(&chunks);
         let fault = heap.check().unwrap_err();
         assert_eq!(fault.kind, CorruptionKind::BadLink);
