@@ -602,13 +602,32 @@ impl<I: FreeIndex> Heap<I> {
         // copied; the old one is live until released here.
         unsafe {
             let keep = old.size().min(new.size());
-            core::ptr::copy_nonoverlapping(ptr.as_ptr(), moved.as_ptr(), keep);
-            let size = chunk.size();
-            self.counters.in_use -= size;
-            self.release(chunk, size);
+            self.move_out(ptr, chunk, chunk.size(), moved, keep);
         }
         Counters::count(&mut self.counters.reallocs);
         Ok(moved)
+    }
+
+    /// Copies the first `keep` bytes of the live block `ptr` (of chunk `chunk`, `size` bytes)
+    /// to `to` and frees the block.
+    ///
+    /// # Safety
+    /// `to` is a live block distinct from `ptr`; both hold at least `keep` bytes.
+    #[inline(always)]
+    unsafe fn move_out(
+        &mut self,
+        ptr: NonNull<u8>,
+        chunk: Chunk,
+        size: usize,
+        to: NonNull<u8>,
+        keep: usize,
+    ) {
+        // SAFETY: forwarded from the caller: distinct blocks, so the copy does not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), to.as_ptr(), keep);
+            self.counters.in_use -= size;
+            self.release(chunk, size);
+        }
     }
 
     /// Whether a block shrinking to a chunk of `needed` bytes at alignment `align` should try
@@ -656,9 +675,7 @@ impl<I: FreeIndex> Heap<I> {
                 return None;
             }
             let moved = self.take(target, Filed::Entry(target, slot), needed);
-            core::ptr::copy_nonoverlapping(ptr.as_ptr(), moved.as_ptr(), keep);
-            self.counters.in_use -= size;
-            self.release(chunk, size);
+            self.move_out(ptr, chunk, size, moved, keep);
             Some(moved)
         }
     }

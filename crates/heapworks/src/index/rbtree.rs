@@ -241,73 +241,54 @@ impl Path {
     }
 }
 
-impl RedBlackTree {
-    /// An empty tree.
-    pub(crate) const fn new() -> RedBlackTree {
-        RedBlackTree {
-            root: None,
-            smallest: None,
-        }
-    }
-
-    /// The read-only view of the tree.
-    #[inline(always)]
-    fn walk(&self) -> Walk<Coloured> {
-        Walk::of(self.root, self.smallest)
-    }
+/// A red-black tree of chunks rebalanced bottom-up from a stack of its search path, whatever
+/// way it reaches a node's links ([`RedBlackTree`] through a side index,
+/// [`crate::index::MirroredRedBlackTree`] by name): its own descent, relinking and fix-ups,
+/// and on top of them the filing and taking out that both trees share.
+pub(crate) trait OnPath {
+    /// The list of chunks too small for a node.
+    fn smallest(&mut self) -> &mut Option<Chunk>;
 
     /// Descends from the root towards `size`, recording every node passed in `path`; returns
     /// the node of that size (not recorded), if there is one.
     ///
     /// # Safety
     /// The tree is consistent; `path` is empty.
-    #[inline(always)]
-    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
-        let mut cursor = self.root;
-        // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
-        // consistent tree fits the array.
-        unsafe {
-            while let Some(node) = cursor {
-                let node_size = node.size();
-                if size == node_size {
-                    return Some(node);
-                }
-                let side = if size < node_size { LEFT } else { RIGHT };
-                path.push(node, side);
-                cursor = child(node, side);
-            }
-        }
-        None
-    }
+    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk>;
 
     /// Makes `to` the node below the first `depth` entries of `path`: the root if `depth` is
     /// 0, else the child of entry `depth - 1` on its side.
     ///
     /// # Safety
     /// `depth <= path.len`; the entries are nodes of the tree.
-    #[inline(always)]
-    unsafe fn replace(&mut self, path: &Path, depth: usize, to: Option<Chunk>) {
-        if depth == 0 {
-            self.root = to;
-        } else {
-            // SAFETY: forwarded from the caller.
-            unsafe {
-                let (parent, side) = path.at(depth - 1);
-                set_child(parent, side, to);
-            }
-        }
-    }
+    unsafe fn replace(&mut self, path: &Path, depth: usize, to: Option<Chunk>);
+
+    /// Restores the red-black rules after a red leaf was linked below the last entry of
+    /// `path`.
+    ///
+    /// # Safety
+    /// `path` is the search path of the leaf; apart from a red parent of the leaf, the tree
+    /// keeps the red-black rules.
+    unsafe fn fix_insert(&mut self, path: &Path);
+
+    /// Takes the node `node`, which has no duplicate, out of the tree; `path` holds its
+    /// ancestors.
+    ///
+    /// # Safety
+    /// `path` is `node`'s search path in a consistent tree.
+    unsafe fn remove_node(&mut self, node: Chunk, path: &mut Path);
 
     /// Files a free chunk of `size` bytes.
     ///
     /// # Safety
     /// `chunk` is a free chunk of `size` bytes that is not filed; the tree is consistent.
-    pub(crate) unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
+    #[inline(always)]
+    unsafe fn file(&mut self, chunk: Chunk, size: usize) {
         // SAFETY: `chunk` and every filed chunk are free chunks with the link words of their
         // size; the tree is consistent.
         unsafe {
             if size < TREE_MIN {
-                list::push(&mut self.smallest, chunk);
+                list::push(self.smallest(), chunk);
                 return;
             }
             let mut path = Path::new();
@@ -324,60 +305,16 @@ impl RedBlackTree {
         }
     }
 
-    /// Restores the red-black rules after a red leaf was linked below the last entry of
-    /// `path`: recolours up the path while the new red node's parent and uncle are red, then
-    /// rotates at most twice.
-    ///
-    /// # Safety
-    /// `path` is the search path of the leaf; apart from a red parent of the leaf, the tree
-    /// keeps the red-black rules.
-    #[inline(never)]
-    unsafe fn fix_insert(&mut self, path: &Path) {
-        // The red node that may have a red parent sits below the first `depth` entries.
-        let mut depth = path.len;
-        // SAFETY: every entry is a node of the tree; `depth` only falls, and only while at
-        // least two entries (parent and grandparent) are above the red node.
-        unsafe {
-            while depth >= 2 {
-                let (parent, side) = path.at(depth - 1);
-                if colour(parent) != RED {
-                    return;
-                }
-                let (grandparent, parent_side) = path.at(depth - 2);
-                let uncle = child(grandparent, parent_side ^ 1);
-                if let Some(uncle) = uncle.filter(|&uncle| colour(uncle) == RED) {
-                    paint(parent, 0);
-                    paint(uncle, 0);
-                    paint(grandparent, RED);
-                    depth -= 2;
-                    continue;
-                }
-                let mut top = parent;
-                if side != parent_side {
-                    top = rotate(parent, side);
-                    set_child(grandparent, parent_side, Some(top));
-                }
-                rotate(grandparent, parent_side);
-                paint(top, 0);
-                paint(grandparent, RED);
-                self.replace(path, depth - 2, Some(top));
-                return;
-            }
-            if let Some(root) = self.root.filter(|_| depth == 0) {
-                paint(root, 0);
-            }
-        }
-    }
-
     /// Takes the filed chunk `chunk` of `size` bytes out.
     ///
     /// # Safety
     /// `chunk` is filed, of `size` bytes by its header; the tree is consistent.
-    pub(crate) unsafe fn unlink(&mut self, chunk: Chunk, size: usize) {
+    #[inline(always)]
+    unsafe fn take_out(&mut self, chunk: Chunk, size: usize) {
         // SAFETY: filed chunks are free chunks with the link words of their size; a chunk of
         // the tree's sizes whose `prev` is null is a node (module invariants).
         unsafe {
-            if unlink_listed::<Coloured>(&mut self.smallest, chunk, size) {
+            if unlink_listed::<Coloured>(self.smallest(), chunk, size) {
                 return;
             }
             let mut path = Path::new();
@@ -395,48 +332,39 @@ impl RedBlackTree {
             }
         }
     }
+}
 
-    /// Takes the node `node`, which has no duplicate, out of the tree; `path` holds its
-    /// ancestors.
+impl RedBlackTree {
+    /// An empty tree.
+    pub(crate) const fn new() -> RedBlackTree {
+        RedBlackTree {
+            root: None,
+            smallest: None,
+        }
+    }
+
+    /// The read-only view of the tree.
+    #[inline(always)]
+    fn walk(&self) -> Walk<Coloured> {
+        Walk::of(self.root, self.smallest)
+    }
+
+    /// Files a free chunk of `size` bytes.
     ///
     /// # Safety
-    /// `path` is `node`'s search path in a consistent tree.
-    unsafe fn remove_node(&mut self, node: Chunk, path: &mut Path) {
-        let depth = path.len;
-        // SAFETY: every node reached is a node of the tree; the path grows by the successor's
-        // ancestors, which a consistent tree bounds.
-        unsafe {
-            let (left, right) = (child(node, LEFT), child(node, RIGHT));
-            let removed_black = match (left, right) {
-                (Some(_), Some(right)) => {
-                    // The successor, the least node on the right, takes the node's place and
-                    // colour; the hole is where the successor was.
-                    path.push(node, RIGHT);
-                    let mut successor = right;
-                    while let Some(smaller) = child(successor, LEFT) {
-                        path.push(successor, LEFT);
-                        successor = smaller;
-                    }
-                    let removed_black = colour(successor) != RED;
-                    if successor != right {
-                        let (parent, _) = path.at(path.len - 1);
-                        set_child(parent, LEFT, child(successor, RIGHT));
-                        set_child(successor, RIGHT, Some(right));
-                    }
-                    raw(successor, LEFT).write(raw(node, LEFT).read());
-                    self.replace(path, depth, Some(successor));
-                    path.set_at(depth, successor, RIGHT);
-                    removed_black
-                }
-                (only, None) | (None, only) => {
-                    self.replace(path, depth, only);
-                    colour(node) != RED
-                }
-            };
-            if removed_black {
-                self.fix_remove(path);
-            }
-        }
+    /// `chunk` is a free chunk of `size` bytes that is not filed; the tree is consistent.
+    pub(crate) unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { OnPath::file(self, chunk, size) }
+    }
+
+    /// Takes the filed chunk `chunk` of `size` bytes out.
+    ///
+    /// # Safety
+    /// `chunk` is filed, of `size` bytes by its header; the tree is consistent.
+    pub(crate) unsafe fn unlink(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { OnPath::take_out(self, chunk, size) }
     }
 
     /// Restores the equal black heights after a black node left the subtree below the last
@@ -500,22 +428,13 @@ impl RedBlackTree {
         }
     }
 
-    /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
-    /// size has any, else its node.
+    /// The smallest filed chunk of at least `size` bytes, with its size (see [`Walk::best_fit`]).
     ///
     /// # Safety
     /// The tree is consistent.
     pub(crate) unsafe fn best_fit(&self, size: usize) -> Option<(Chunk, usize)> {
-        if size < TREE_MIN {
-            if let Some(found) = self.walk().smallest_entry() {
-                return Some(found);
-            }
-        }
-        // SAFETY: the tree is consistent (the caller's promise): the descent ends.
-        unsafe {
-            let node = self.walk().ceiling(size, usize::MAX).ok()??;
-            Some((get(node, NEXT).unwrap_or(node), node.size()))
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.walk().best_fit(size) }
     }
 
     /// The checker's count ([`Index::tally`] with nodes of at least `min_node` bytes): the
@@ -525,10 +444,14 @@ impl RedBlackTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        // SAFETY: a node's `prev` word is inside it.
-        let prev_is_null = |node, _parent| unsafe { get(node, PREV) }.is_none();
         tally_red_black(self.root, self.smallest, min_node, limit, prev_is_null)
     }
+}
+
+/// The checker's test of a node's `prev` word in a tree without parents: null.
+pub(crate) fn prev_is_null(node: Chunk, _parent: Option<Chunk>) -> bool {
+    // SAFETY: the checker calls this on nodes only, whose `prev` word is inside them.
+    unsafe { get(node, PREV) }.is_none()
 }
 
 /// The checker's count of a red-black tree of chunks ([`Index::tally`]): the list of the
@@ -632,6 +555,133 @@ fn tally_tree(
     Ok(true)
 }
 
+impl OnPath for RedBlackTree {
+    #[inline(always)]
+    fn smallest(&mut self) -> &mut Option<Chunk> {
+        &mut self.smallest
+    }
+
+    #[inline(always)]
+    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
+        let mut cursor = self.root;
+        // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
+        // consistent tree fits the array.
+        unsafe {
+            while let Some(node) = cursor {
+                let node_size = node.size();
+                if size == node_size {
+                    return Some(node);
+                }
+                let side = if size < node_size { LEFT } else { RIGHT };
+                path.push(node, side);
+                cursor = child(node, side);
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
+    unsafe fn replace(&mut self, path: &Path, depth: usize, to: Option<Chunk>) {
+        if depth == 0 {
+            self.root = to;
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                let (parent, side) = path.at(depth - 1);
+                set_child(parent, side, to);
+            }
+        }
+    }
+
+    /// Restores the red-black rules after a red leaf was linked below the last entry of
+    /// `path`: recolours up the path while the new red node's parent and uncle are red, then
+    /// rotates at most twice.
+    ///
+    /// # Safety
+    /// `path` is the search path of the leaf; apart from a red parent of the leaf, the tree
+    /// keeps the red-black rules.
+    #[inline(never)]
+    unsafe fn fix_insert(&mut self, path: &Path) {
+        // The red node that may have a red parent sits below the first `depth` entries.
+        let mut depth = path.len;
+        // SAFETY: every entry is a node of the tree; `depth` only falls, and only while at
+        // least two entries (parent and grandparent) are above the red node.
+        unsafe {
+            while depth >= 2 {
+                let (parent, side) = path.at(depth - 1);
+                if colour(parent) != RED {
+                    return;
+                }
+                let (grandparent, parent_side) = path.at(depth - 2);
+                let uncle = child(grandparent, parent_side ^ 1);
+                if let Some(uncle) = uncle.filter(|&uncle| colour(uncle) == RED) {
+                    paint(parent, 0);
+                    paint(uncle, 0);
+                    paint(grandparent, RED);
+                    depth -= 2;
+                    continue;
+                }
+                let mut top = parent;
+                if side != parent_side {
+                    top = rotate(parent, side);
+                    set_child(grandparent, parent_side, Some(top));
+                }
+                rotate(grandparent, parent_side);
+                paint(top, 0);
+                paint(grandparent, RED);
+                self.replace(path, depth - 2, Some(top));
+                return;
+            }
+            if let Some(root) = self.root.filter(|_| depth == 0) {
+                paint(root, 0);
+            }
+        }
+    }
+
+    /// Takes the node `node`, which has no duplicate, out of the tree; `path` holds its
+    /// ancestors.
+    ///
+    /// # Safety
+    /// `path` is `node`'s search path in a consistent tree.
+    unsafe fn remove_node(&mut self, node: Chunk, path: &mut Path) {
+        let depth = path.len;
+        // SAFETY: every node reached is a node of the tree; the path grows by the successor's
+        // ancestors, which a consistent tree bounds.
+        unsafe {
+            let (left, right) = (child(node, LEFT), child(node, RIGHT));
+            let removed_black = match (left, right) {
+                (Some(_), Some(right)) => {
+                    // The successor, the least node on the right, takes the node's place and
+                    // colour; the hole is where the successor was.
+                    path.push(node, RIGHT);
+                    let mut successor = right;
+                    while let Some(smaller) = child(successor, LEFT) {
+                        path.push(successor, LEFT);
+                        successor = smaller;
+                    }
+                    let removed_black = colour(successor) != RED;
+                    if successor != right {
+                        let (parent, _) = path.at(path.len - 1);
+                        set_child(parent, LEFT, child(successor, RIGHT));
+                        set_child(successor, RIGHT, Some(right));
+                    }
+                    raw(successor, LEFT).write(raw(node, LEFT).read());
+                    self.replace(path, depth, Some(successor));
+                    path.set_at(depth, successor, RIGHT);
+                    removed_black
+                }
+                (only, None) | (None, only) => {
+                    self.replace(path, depth, only);
+                    colour(node) != RED
+                }
+            };
+            if removed_black {
+                self.fix_remove(path);
+            }
+        }
+    }
+}
+
 size_tree_index!(RedBlackTree);
 
 #[cfg(test)]
@@ -686,27 +736,34 @@ pub(crate) mod tests {
         (heap, chunks)
     }
 
-    /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated:
-    /// the tree's rotations in both fix-ups, its duplicate lists and the smallest chunks' list
-    /// all run; the heap is checked after every step and finally holds one free chunk.
-    #[test]
-    fn duplicates_and_small_chunks_survive_churn() {
+    /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated on
+    /// a heap over the tree `I`: the rotations of both fix-ups, the duplicate lists and the
+    /// smallest chunks' list all run; the heap is checked after every step and finally holds
+    /// one free chunk.
+    pub(crate) fn assert_survives_churn<I: FreeIndex>() {
         let mut memory = vec![0u128; 32768];
-        let mut heap = test_heap::<RedBlackTree>(&mut memory);
+        let mut heap = test_heap::<I>(&mut memory);
         let sizes: Vec<usize> = (0..40).map(|i| 8 + (i * 37 % 29) * 48).collect();
         assert_eq!(churn(&mut heap, &sizes, 200), 1);
     }
 
-    /// Many distinct sizes filed in increasing order (the case that makes an unbalanced tree
-    /// a list) stay within the red-black height bound, and taking them out again, from the
-    /// middle outwards, keeps the rules (checked after every step).
     #[test]
-    fn sorted_insertions_stay_balanced() {
-        let sizes: Vec<usize> = (0..127).map(|i| TREE_MIN + i * 16).collect();
+    fn duplicates_and_small_chunks_survive_churn() {
+        assert_survives_churn::<RedBlackTree>();
+    }
+
+    /// Files chunks of `sizes` (see `tree_of`) in a red-black tree on the index `I`, whose
+    /// root `root` gives; asserts that the tree stays within the red-black height bound, then
+    /// takes the chunks out again from the middle outwards (each request of a chunk's size
+    /// getting that chunk), checking the heap after every step, until the tree is empty.
+    pub(crate) fn assert_balanced_through<I: FreeIndex>(
+        sizes: &[usize],
+        root: impl Fn(&Heap<I>) -> Option<Chunk>,
+    ) {
         let mut memory = vec![0u128; 16384];
-        let (mut heap, chunks) = tree_of::<RedBlackTree>(&mut memory, &sizes);
+        let (mut heap, chunks) = tree_of::<I>(&mut memory, sizes);
         let mut height = 0;
-        let mut stack = vec![(heap.index.root, 0)];
+        let mut stack = vec![(root(&heap), 0)];
         while let Some((node, depth)) = stack.pop() {
             let Some(node) = node else {
                 height = height.max(depth);
@@ -718,17 +775,30 @@ pub(crate) mod tests {
                 stack.push((child(node, RIGHT), depth + 1));
             }
         }
-        // 127 nodes: at most 2·log2(128) = 14 levels.
-        assert!(height <= 14, "height {height}");
+        // n nodes: at most 2·log2(n + 1) levels.
+        let bound = 2 * (sizes.len() + 1).next_power_of_two().ilog2() as usize;
+        assert!(height <= bound, "height {height}");
         let mut order: Vec<usize> = (0..chunks.len()).collect();
         order.sort_by_key(|&i| i.abs_diff(chunks.len() / 2));
         for i in order {
-            let block = chunks[i].payload();
             let got = heap.allocate(payload(sizes[i])).unwrap();
-            assert_eq!(got, block, "best fit takes the chunk of the exact size");
+            assert_eq!(
+                got,
+                chunks[i].payload(),
+                "best fit takes the chunk of the exact size"
+            );
             heap.check().unwrap();
         }
-        assert!(heap.index.root.is_none());
+        assert!(root(&heap).is_none());
+    }
+
+    /// Many distinct sizes filed in increasing order (the case that makes an unbalanced tree
+    /// a list) stay within the red-black height bound, and taking them out again keeps the
+    /// rules.
+    #[test]
+    fn sorted_insertions_stay_balanced() {
+        let sizes: Vec<usize> = (0..127).map(|i| TREE_MIN + i * 16).collect();
+        assert_balanced_through::<RedBlackTree>(&sizes, |heap| heap.index.root);
     }
 
     /// The search is an exact best fit: among free chunks of 96, 160 and 112 bytes kept apart

@@ -12,11 +12,12 @@
 
 use crate::chunk::Chunk;
 use crate::error::Corruption;
-use crate::index::list::{self, get, set, LEFT, NEXT, PREV, RIGHT};
+use crate::index::list::{LEFT, RIGHT};
 use crate::index::rbtree::{
-    child, colour, is_red, paint, raw, set_child, tally_red_black, Coloured, Path, RED,
+    child, colour, is_red, paint, prev_is_null, raw, set_child, tally_red_black, Coloured, OnPath,
+    Path, RED,
 };
-use crate::index::tree::{push_duplicate, size_tree_index, unlink_listed, Walk, TREE_MIN};
+use crate::index::tree::{size_tree_index, Walk};
 
 /// A red-black tree of free chunks keyed by size, with duplicate lists, no parent pointer, and
 /// the left and right cases written apart (see the module docs).
@@ -115,141 +116,13 @@ impl MirroredRedBlackTree {
         Walk::of(self.root, self.smallest)
     }
 
-    /// Descends from the root towards `size`, recording every node passed in `path`; returns
-    /// the node of that size (not recorded), if there is one.
-    ///
-    /// # Safety
-    /// The tree is consistent; `path` is empty.
-    #[inline(always)]
-    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
-        let mut cursor = self.root;
-        // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
-        // consistent tree fits the array.
-        unsafe {
-            while let Some(node) = cursor {
-                let node_size = node.size();
-                if size == node_size {
-                    return Some(node);
-                }
-                if size < node_size {
-                    path.push(node, LEFT);
-                    cursor = left(node);
-                } else {
-                    path.push(node, RIGHT);
-                    cursor = right(node);
-                }
-            }
-        }
-        None
-    }
-
-    /// Makes `to` the node below the first `depth` entries of `path`: the root if `depth` is
-    /// 0, else the child of entry `depth - 1` on its side.
-    ///
-    /// # Safety
-    /// `depth <= path.len`; the entries are nodes of the tree.
-    #[inline(always)]
-    unsafe fn replace(&mut self, path: &Path, depth: usize, to: Option<Chunk>) {
-        if depth == 0 {
-            self.root = to;
-            return;
-        }
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let (parent, side) = path.at(depth - 1);
-            if side == LEFT {
-                set_left(parent, to);
-            } else {
-                set_right(parent, to);
-            }
-        }
-    }
-
     /// Files a free chunk of `size` bytes.
     ///
     /// # Safety
     /// `chunk` is a free chunk of `size` bytes that is not filed; the tree is consistent.
     pub(crate) unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: `chunk` and every filed chunk are free chunks with the link words of their
-        // size; the tree is consistent.
-        unsafe {
-            if size < TREE_MIN {
-                list::push(&mut self.smallest, chunk);
-                return;
-            }
-            let mut path = Path::new();
-            if let Some(node) = self.descend(size, &mut path) {
-                push_duplicate(node, chunk);
-                return;
-            }
-            set(chunk, NEXT, None);
-            set(chunk, PREV, None);
-            raw(chunk, LEFT).write(core::ptr::without_provenance_mut(RED));
-            set(chunk, RIGHT, None);
-            self.replace(&path, path.len, Some(chunk));
-            self.fix_insert(&path);
-        }
-    }
-
-    /// Restores the red-black rules after a red leaf was linked below the last entry of
-    /// `path`, as [`crate::index::RedBlackTree`] does, one case for a parent on the left and
-    /// its mirror for one on the right.
-    ///
-    /// # Safety
-    /// `path` is the search path of the leaf; apart from a red parent of the leaf, the tree
-    /// keeps the red-black rules.
-    #[inline(never)]
-    unsafe fn fix_insert(&mut self, path: &Path) {
-        let mut depth = path.len;
-        // SAFETY: every entry is a node of the tree; `depth` only falls, and only while at
-        // least two entries (parent and grandparent) are above the red node.
-        unsafe {
-            while depth >= 2 {
-                let (parent, side) = path.at(depth - 1);
-                if colour(parent) != RED {
-                    return;
-                }
-                let (grandparent, parent_side) = path.at(depth - 2);
-                let top = if parent_side == LEFT {
-                    if let Some(uncle) = right(grandparent).filter(|&u| colour(u) == RED) {
-                        paint(parent, 0);
-                        paint(uncle, 0);
-                        paint(grandparent, RED);
-                        depth -= 2;
-                        continue;
-                    }
-                    let mut top = parent;
-                    if side == RIGHT {
-                        top = rotate_left(parent);
-                        set_left(grandparent, Some(top));
-                    }
-                    rotate_right(grandparent);
-                    top
-                } else {
-                    if let Some(uncle) = left(grandparent).filter(|&u| colour(u) == RED) {
-                        paint(parent, 0);
-                        paint(uncle, 0);
-                        paint(grandparent, RED);
-                        depth -= 2;
-                        continue;
-                    }
-                    let mut top = parent;
-                    if side == LEFT {
-                        top = rotate_right(parent);
-                        set_right(grandparent, Some(top));
-                    }
-                    rotate_left(grandparent);
-                    top
-                };
-                paint(top, 0);
-                paint(grandparent, RED);
-                self.replace(path, depth - 2, Some(top));
-                return;
-            }
-            if let Some(root) = self.root.filter(|_| depth == 0) {
-                paint(root, 0);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { OnPath::file(self, chunk, size) }
     }
 
     /// Takes the filed chunk `chunk` of `size` bytes out.
@@ -257,68 +130,8 @@ impl MirroredRedBlackTree {
     /// # Safety
     /// `chunk` is filed, of `size` bytes by its header; the tree is consistent.
     pub(crate) unsafe fn unlink(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: filed chunks are free chunks with the link words of their size; a chunk of
-        // the tree's sizes whose `prev` is null is a node (module invariants).
-        unsafe {
-            if unlink_listed::<Coloured>(&mut self.smallest, chunk, size) {
-                return;
-            }
-            let mut path = Path::new();
-            let node = self.descend(size, &mut path);
-            debug_assert!(node == Some(chunk), "the node of its size is not the chunk");
-            match get(chunk, NEXT) {
-                Some(duplicate) => {
-                    // The first duplicate takes the node's place, children and colour.
-                    set(duplicate, PREV, None);
-                    raw(duplicate, LEFT).write(raw(chunk, LEFT).read());
-                    set_right(duplicate, right(chunk));
-                    self.replace(&path, path.len, Some(duplicate));
-                }
-                None => self.remove_node(chunk, &mut path),
-            }
-        }
-    }
-
-    /// Takes the node `node`, which has no duplicate, out of the tree; `path` holds its
-    /// ancestors.
-    ///
-    /// # Safety
-    /// `path` is `node`'s search path in a consistent tree.
-    unsafe fn remove_node(&mut self, node: Chunk, path: &mut Path) {
-        let depth = path.len;
-        // SAFETY: every node reached is a node of the tree; the path grows by the successor's
-        // ancestors, which a consistent tree bounds.
-        unsafe {
-            let removed_black = match (left(node), right(node)) {
-                (Some(_), Some(right_child)) => {
-                    // The successor, the least node on the right, takes the node's place and
-                    // colour; the hole is where the successor was.
-                    path.push(node, RIGHT);
-                    let mut successor = right_child;
-                    while let Some(smaller) = left(successor) {
-                        path.push(successor, LEFT);
-                        successor = smaller;
-                    }
-                    let removed_black = colour(successor) != RED;
-                    if successor != right_child {
-                        let (parent, _) = path.at(path.len - 1);
-                        set_left(parent, right(successor));
-                        set_right(successor, Some(right_child));
-                    }
-                    raw(successor, LEFT).write(raw(node, LEFT).read());
-                    self.replace(path, depth, Some(successor));
-                    path.set_at(depth, successor, RIGHT);
-                    removed_black
-                }
-                (only, None) | (None, only) => {
-                    self.replace(path, depth, only);
-                    colour(node) != RED
-                }
-            };
-            if removed_black {
-                self.fix_remove(path);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { OnPath::take_out(self, chunk, size) }
     }
 
     /// Restores the equal black heights after a black node left the subtree below the last
@@ -446,22 +259,13 @@ impl MirroredRedBlackTree {
         }
     }
 
-    /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
-    /// size has any, else its node.
+    /// The smallest filed chunk of at least `size` bytes, with its size (see [`Walk::best_fit`]).
     ///
     /// # Safety
     /// The tree is consistent.
     pub(crate) unsafe fn best_fit(&self, size: usize) -> Option<(Chunk, usize)> {
-        if size < TREE_MIN {
-            if let Some(found) = self.walk().smallest_entry() {
-                return Some(found);
-            }
-        }
-        // SAFETY: the tree is consistent (the caller's promise): the descent ends.
-        unsafe {
-            let node = self.walk().ceiling(size, usize::MAX).ok()??;
-            Some((get(node, NEXT).unwrap_or(node), node.size()))
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.walk().best_fit(size) }
     }
 
     /// The checker's count: [`crate::index::RedBlackTree`]'s.
@@ -470,9 +274,157 @@ impl MirroredRedBlackTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        // SAFETY: a node's `prev` word is inside it.
-        let prev_is_null = |node, _parent| unsafe { get(node, PREV) }.is_none();
         tally_red_black(self.root, self.smallest, min_node, limit, prev_is_null)
+    }
+}
+
+impl OnPath for MirroredRedBlackTree {
+    #[inline(always)]
+    fn smallest(&mut self) -> &mut Option<Chunk> {
+        &mut self.smallest
+    }
+
+    #[inline(always)]
+    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
+        let mut cursor = self.root;
+        // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
+        // consistent tree fits the array.
+        unsafe {
+            while let Some(node) = cursor {
+                let node_size = node.size();
+                if size == node_size {
+                    return Some(node);
+                }
+                if size < node_size {
+                    path.push(node, LEFT);
+                    cursor = left(node);
+                } else {
+                    path.push(node, RIGHT);
+                    cursor = right(node);
+                }
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
+    unsafe fn replace(&mut self, path: &Path, depth: usize, to: Option<Chunk>) {
+        if depth == 0 {
+            self.root = to;
+            return;
+        }
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let (parent, side) = path.at(depth - 1);
+            if side == LEFT {
+                set_left(parent, to);
+            } else {
+                set_right(parent, to);
+            }
+        }
+    }
+
+    /// Restores the red-black rules after a red leaf was linked below the last entry of
+    /// `path`, as [`crate::index::RedBlackTree`] does, one case for a parent on the left and
+    /// its mirror for one on the right.
+    ///
+    /// # Safety
+    /// `path` is the search path of the leaf; apart from a red parent of the leaf, the tree
+    /// keeps the red-black rules.
+    #[inline(never)]
+    unsafe fn fix_insert(&mut self, path: &Path) {
+        let mut depth = path.len;
+        // SAFETY: every entry is a node of the tree; `depth` only falls, and only while at
+        // least two entries (parent and grandparent) are above the red node.
+        unsafe {
+            while depth >= 2 {
+                let (parent, side) = path.at(depth - 1);
+                if colour(parent) != RED {
+                    return;
+                }
+                let (grandparent, parent_side) = path.at(depth - 2);
+                let top = if parent_side == LEFT {
+                    if let Some(uncle) = right(grandparent).filter(|&u| colour(u) == RED) {
+                        paint(parent, 0);
+                        paint(uncle, 0);
+                        paint(grandparent, RED);
+                        depth -= 2;
+                        continue;
+                    }
+                    let mut top = parent;
+                    if side == RIGHT {
+                        top = rotate_left(parent);
+                        set_left(grandparent, Some(top));
+                    }
+                    rotate_right(grandparent);
+                    top
+                } else {
+                    if let Some(uncle) = left(grandparent).filter(|&u| colour(u) == RED) {
+                        paint(parent, 0);
+                        paint(uncle, 0);
+                        paint(grandparent, RED);
+                        depth -= 2;
+                        continue;
+                    }
+                    let mut top = parent;
+                    if side == LEFT {
+                        top = rotate_right(parent);
+                        set_right(grandparent, Some(top));
+                    }
+                    rotate_left(grandparent);
+                    top
+                };
+                paint(top, 0);
+                paint(grandparent, RED);
+                self.replace(path, depth - 2, Some(top));
+                return;
+            }
+            if let Some(root) = self.root.filter(|_| depth == 0) {
+                paint(root, 0);
+            }
+        }
+    }
+
+    /// Takes the node `node`, which has no duplicate, out of the tree; `path` holds its
+    /// ancestors.
+    ///
+    /// # Safety
+    /// `path` is `node`'s search path in a consistent tree.
+    unsafe fn remove_node(&mut self, node: Chunk, path: &mut Path) {
+        let depth = path.len;
+        // SAFETY: every node reached is a node of the tree; the path grows by the successor's
+        // ancestors, which a consistent tree bounds.
+        unsafe {
+            let removed_black = match (left(node), right(node)) {
+                (Some(_), Some(right_child)) => {
+                    // The successor, the least node on the right, takes the node's place and
+                    // colour; the hole is where the successor was.
+                    path.push(node, RIGHT);
+                    let mut successor = right_child;
+                    while let Some(smaller) = left(successor) {
+                        path.push(successor, LEFT);
+                        successor = smaller;
+                    }
+                    let removed_black = colour(successor) != RED;
+                    if successor != right_child {
+                        let (parent, _) = path.at(path.len - 1);
+                        set_left(parent, right(successor));
+                        set_right(successor, Some(right_child));
+                    }
+                    raw(successor, LEFT).write(raw(node, LEFT).read());
+                    self.replace(path, depth, Some(successor));
+                    path.set_at(depth, successor, RIGHT);
+                    removed_black
+                }
+                (only, None) | (None, only) => {
+                    self.replace(path, depth, only);
+                    colour(node) != RED
+                }
+            };
+            if removed_black {
+                self.fix_remove(path);
+            }
+        }
     }
 }
 
@@ -482,22 +434,18 @@ size_tree_index!(MirroredRedBlackTree);
 mod tests {
     extern crate std;
 
-    use std::vec;
     use std::vec::Vec;
 
     use super::*;
-    use crate::index::rbtree::tests::{payload, tree_of};
-    use crate::index::{churn, test_heap};
+    use crate::index::rbtree::tests::{assert_balanced_through, assert_survives_churn};
+    use crate::index::tree::TREE_MIN;
 
     /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated:
     /// both fix-ups run in both mirrors; the heap is checked after every step and finally
     /// holds one free chunk.
     #[test]
     fn duplicates_and_small_chunks_survive_churn() {
-        let mut memory = vec![0u128; 32768];
-        let mut heap = test_heap::<MirroredRedBlackTree>(&mut memory);
-        let sizes: Vec<usize> = (0..40).map(|i| 8 + (i * 37 % 29) * 48).collect();
-        assert_eq!(churn(&mut heap, &sizes, 200), 1);
+        assert_survives_churn::<MirroredRedBlackTree>();
     }
 
     /// Sizes filed in increasing and in decreasing order (each mirror's rotations) stay
@@ -508,30 +456,7 @@ mod tests {
         let rising: Vec<usize> = (0..127).map(|i| TREE_MIN + i * 16).collect();
         let falling: Vec<usize> = rising.iter().rev().copied().collect();
         for sizes in [rising, falling] {
-            let mut memory = vec![0u128; 16384];
-            let (mut heap, chunks) = tree_of::<MirroredRedBlackTree>(&mut memory, &sizes);
-            let mut height = 0;
-            let mut stack = vec![(heap.index.root, 0)];
-            while let Some((node, depth)) = stack.pop() {
-                let Some(node) = node else {
-                    height = height.max(depth);
-                    continue;
-                };
-                // SAFETY: the tree is consistent (checked).
-                unsafe {
-                    stack.push((left(node), depth + 1));
-                    stack.push((right(node), depth + 1));
-                }
-            }
-            assert!(height <= 14, "height {height}");
-            let mut order: Vec<usize> = (0..chunks.len()).collect();
-            order.sort_by_key(|&i| i.abs_diff(chunks.len() / 2));
-            for i in order {
-                let got = heap.allocate(payload(sizes[i])).unwrap();
-                assert_eq!(got, chunks[i].payload());
-                heap.check().unwrap();
-            }
-            assert!(heap.index.root.is_none());
+            assert_balanced_through::<MirroredRedBlackTree>(&sizes, |heap| heap.index.root);
         }
     }
 }

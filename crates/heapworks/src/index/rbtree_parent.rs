@@ -397,22 +397,13 @@ impl ParentRedBlackTree {
         }
     }
 
-    /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
-    /// size has any, else its node.
+    /// The smallest filed chunk of at least `size` bytes, with its size (see [`Walk::best_fit`]).
     ///
     /// # Safety
     /// The tree is consistent.
     pub(crate) unsafe fn best_fit(&self, size: usize) -> Option<(Chunk, usize)> {
-        if size < TREE_MIN {
-            if let Some(found) = self.walk().smallest_entry() {
-                return Some(found);
-            }
-        }
-        // SAFETY: the tree is consistent (the caller's promise): the descent ends.
-        unsafe {
-            let node = self.walk().ceiling(size, usize::MAX).ok()??;
-            Some((get(node, NEXT).unwrap_or(node), node.size()))
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.walk().best_fit(size) }
     }
 
     /// The checker's count ([`Index::tally`] with nodes of at least `min_node` bytes): as for
@@ -439,8 +430,7 @@ mod tests {
 
     use super::*;
     use crate::error::CorruptionKind;
-    use crate::index::rbtree::tests::{payload, tree_of};
-    use crate::index::{churn, test_heap};
+    use crate::index::rbtree::tests::{assert_balanced_through, assert_survives_churn, tree_of};
 
     /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated:
     /// both fix-ups' rotations, the duplicate lists (a duplicate taking its node's place
@@ -448,10 +438,7 @@ mod tests {
     /// and finally holds one free chunk.
     #[test]
     fn duplicates_and_small_chunks_survive_churn() {
-        let mut memory = vec![0u128; 32768];
-        let mut heap = test_heap::<ParentRedBlackTree>(&mut memory);
-        let sizes: Vec<usize> = (0..40).map(|i| 8 + (i * 37 % 29) * 48).collect();
-        assert_eq!(churn(&mut heap, &sizes, 200), 1);
+        assert_survives_churn::<ParentRedBlackTree>();
     }
 
     /// Sorted insertions stay within the red-black height bound, and taking the nodes out
@@ -459,30 +446,7 @@ mod tests {
     #[test]
     fn sorted_insertions_stay_balanced() {
         let sizes: Vec<usize> = (0..127).map(|i| TREE_MIN + i * 16).collect();
-        let mut memory = vec![0u128; 16384];
-        let (mut heap, chunks) = tree_of::<ParentRedBlackTree>(&mut memory, &sizes);
-        let mut height = 0;
-        let mut stack = vec![(heap.index.root, 0)];
-        while let Some((node, depth)) = stack.pop() {
-            let Some(node) = node else {
-                height = height.max(depth);
-                continue;
-            };
-            // SAFETY: the tree is consistent (checked).
-            unsafe {
-                stack.push((child(node, LEFT), depth + 1));
-                stack.push((child(node, RIGHT), depth + 1));
-            }
-        }
-        assert!(height <= 14, "height {height}");
-        let mut order: Vec<usize> = (0..chunks.len()).collect();
-        order.sort_by_key(|&i| i.abs_diff(chunks.len() / 2));
-        for i in order {
-            let got = heap.allocate(payload(sizes[i])).unwrap();
-            assert_eq!(got, chunks[i].payload());
-            heap.check().unwrap();
-        }
-        assert!(heap.index.root.is_none());
+        assert_balanced_through::<ParentRedBlackTree>(&sizes, |heap| heap.index.root);
     }
 
     /// A node whose `prev` word names the wrong parent is reported, at that node.

@@ -111,6 +111,26 @@ impl<C: Children> Walk<C> {
         Err(())
     }
 
+    /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
+    /// size has any, else its node (exact best fit by a plain descent, for a tree that does not
+    /// restructure itself on a search).
+    ///
+    /// # Safety
+    /// The tree is consistent.
+    #[inline(always)]
+    pub(crate) unsafe fn best_fit(&self, size: usize) -> Option<(Chunk, usize)> {
+        if size < TREE_MIN {
+            if let Some(found) = self.smallest_entry() {
+                return Some(found);
+            }
+        }
+        // SAFETY: the tree is consistent (the caller's promise): the descent ends.
+        unsafe {
+            let node = self.ceiling(size, usize::MAX).ok()??;
+            Some((get(node, NEXT).unwrap_or(node), node.size()))
+        }
+    }
+
     /// Calls `f` with every filed chunk of at least `min_size` bytes and its size, by
     /// increasing size, until it returns `true`; returns that chunk and size.
     ///
