@@ -1,10 +1,14 @@
 //! Fuzzes operation sequences against the shadow model: the first byte picks the arena size and
-//! the largest request, the second the free index (bins, splay tree, hybrid, segregated lists, red-black tree), the rest decode to
+//! the largest request, the second the free index (bins, splay tree, hybrid, segregated lists,
+//! and the red-black trees: stack, mirrored, parent), the rest decode to
 //! operations (see `heapworks_testkit::Op::decode_all`). Every step is verified (alignment,
 //! overlap, contents, failed calls change nothing) and the heap is checked after every operation.
 #![no_main]
 
-use heapworks::{Bins, FreeIndex, Hybrid, RedBlackTree, SegregatedLists, SplayTree};
+use heapworks::{
+    Bins, FreeIndex, Hybrid, MirroredRedBlackTree, ParentRedBlackTree, RedBlackTree,
+    SegregatedLists, SplayTree,
+};
 use heapworks_testkit::{Arena, Model, Op};
 use libfuzzer_sys::fuzz_target;
 
@@ -25,11 +29,13 @@ fuzz_target!(|data: &[u8]| {
     };
     let arena_bytes = 1024 << (shape % 8);
     let max_size = 64 << (shape / 8 % 10);
-    match index % 5 {
+    match index % 7 {
         0 => run::<Bins>(arena_bytes, max_size, ops),
         1 => run::<SplayTree>(arena_bytes, max_size, ops),
         2 => run::<Hybrid>(arena_bytes, max_size, ops),
         3 => run::<SegregatedLists>(arena_bytes, max_size, ops),
-        _ => run::<RedBlackTree>(arena_bytes, max_size, ops),
+        4 => run::<RedBlackTree>(arena_bytes, max_size, ops),
+        5 => run::<MirroredRedBlackTree>(arena_bytes, max_size, ops),
+        _ => run::<ParentRedBlackTree>(arena_bytes, max_size, ops),
     }
 });

@@ -295,17 +295,13 @@ impl Central {
     /// # Safety
     /// `block` is a live block of the central heap.
     pub(crate) unsafe fn resize_in_place(&mut self, block: NonNull<u8>, new_size: usize) -> bool {
-        // SAFETY: `block` is live (the caller's promise), and its usable size is the layout the
-        // core needs to copy and check; a shrink never moves, a grow is asked in place only.
+        // SAFETY: `block` is live (the caller's promise); both calls resize it in place only.
         unsafe {
-            let usable = Heap::usable_size(block);
-            if new_size > usable {
-                return self.heap.try_grow_in_place(block, new_size).is_ok();
+            if new_size > Heap::usable_size(block) {
+                self.heap.try_grow_in_place(block, new_size).is_ok()
+            } else {
+                self.heap.try_shrink_in_place(block, new_size).is_ok()
             }
-            let Ok(old) = Layout::from_size_align(usable, heapworks::GRANULE) else {
-                return false;
-            };
-            self.heap.realloc(block, old, new_size) == Ok(block)
         }
     }
 

@@ -105,6 +105,20 @@ impl Chunk {
         Chunk(unsafe { payload.sub(WORD) })
     }
 
+    /// The chunk whose header is at `addr`, reached through this chunk's provenance (that of
+    /// its region) rather than through a pointer a caller handed in.
+    ///
+    /// # Safety
+    /// `addr` is a header address inside this chunk's region.
+    #[inline(always)]
+    pub(crate) unsafe fn with_addr(self, addr: usize) -> Chunk {
+        // SAFETY: a header address in a region is never zero.
+        Chunk(
+            self.0
+                .with_addr(unsafe { core::num::NonZeroUsize::new_unchecked(addr) }),
+        )
+    }
+
     /// The header's address as an integer, for comparisons and reports.
     #[inline(always)]
     pub(crate) fn addr(self) -> usize {

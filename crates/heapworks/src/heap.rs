@@ -31,6 +31,12 @@ use crate::index::{Bins, FreeIndex};
 use crate::region::RegionRecord;
 use crate::stats::Counters;
 
+/// A block shrinking to this size and up may move into a smaller free chunk when memory runs
+/// short (`Heap::compacts_on_shrink`); measured in crates/heapworks/TUNING.md.
+const MOVE_ON_SHRINK_FROM: usize = 8 << 10;
+/// Such a move is made only into a chunk that it fills to within this many bytes.
+const MOVE_LEAVES_LESS_THAN: usize = 2 << 10;
+
 /// Whether free and realloc validate their pointer first (feature `checked`, or debug builds).
 pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
 
@@ -55,10 +61,9 @@ pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions)
 /// ```
 ///
 /// The heap is generic over its free index: `Heap` is `Heap<Bins>`, the default;
-/// `Heap::<SplayTree>::empty()`, `Heap::<RedBlackTree>::empty()` or `Heap::<Hybrid>::empty()`
-/// build one over another index
-/// (see [`crate::index`]). Every method behaves the same whatever the index; only speed and
-/// fragmentation differ.
+/// `Heap::<SplayTree>::empty()`, `Heap::<RedBlackTree>::empty()`, `Heap::<Hybrid>::empty()`
+/// and so on build one over another index (see [`crate::index`]). Every method behaves the
+/// same whatever the index; only speed and fragmentation differ.
 pub struct Heap<I = Bins> {
     pub(crate) index: I,
     pub(crate) regions: Option<NonNull<RegionRecord>>,
@@ -366,13 +371,10 @@ impl<I: FreeIndex> Heap<I> {
     /// corrupting the heap.
     #[inline]
     pub unsafe fn free(&mut self, ptr: NonNull<u8>) {
-        if CHECKED {
-            if let Err(misuse) = self.validate(ptr) {
-                report(misuse);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk(ptr) }.unwrap_or_else(|misuse| report(misuse));
         // SAFETY: forwarded from the caller (and checked above in checked builds).
-        unsafe { self.release_block(ptr) }
+        unsafe { self.release_block(chunk) }
     }
 
     /// Frees a block allocated with `layout` (which only checked builds look at).
@@ -399,21 +401,19 @@ impl<I: FreeIndex> Heap<I> {
         ptr: NonNull<u8>,
         layout: Layout,
     ) -> Result<(), Misuse> {
-        if CHECKED {
-            self.validate_layout(ptr, layout)?;
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk_for(ptr, layout)? };
         // SAFETY: forwarded from the caller (and checked above in checked builds).
-        unsafe { self.release_block(ptr) };
+        unsafe { self.release_block(chunk) };
         Ok(())
     }
 
     /// # Safety
-    /// `ptr` is a live block of this heap.
+    /// `chunk` is a live block of this heap.
     #[inline(always)]
-    unsafe fn release_block(&mut self, ptr: NonNull<u8>) {
-        // SAFETY: a live block has a valid header one word before its payload.
+    unsafe fn release_block(&mut self, chunk: Chunk) {
+        // SAFETY: a live block has a valid header.
         unsafe {
-            let chunk = Chunk::from_payload(ptr);
             let size = chunk.size();
             self.counters.in_use -= size;
             self.release(chunk, size);
@@ -470,10 +470,13 @@ impl<I: FreeIndex> Heap<I> {
 
     /// Resizes a block to `new_size` bytes, keeping its alignment and contents.
     ///
-    /// Stays in place when it can: shrinking splits off the tail; growing takes from a free
-    /// right neighbour. Otherwise it allocates, copies `min(old.size(), new_size)` bytes and
-    /// frees the old block. On failure the old block is untouched. `new_size == 0` shrinks to a
-    /// minimal block.
+    /// Growing stays in place when a free right neighbour has the room; otherwise it allocates,
+    /// copies `min(old.size(), new_size)` bytes and frees the old block. Shrinking splits off
+    /// the tail in place, except when memory runs short (less than a quarter of the heap
+    /// free): then a block shrinking to 8 KiB or more moves into a smaller free chunk that it
+    /// fills to within 2 KiB, if there is one, so that free space stays in fewer, larger chunks
+    /// ([`Heap::try_shrink_in_place`] never moves). On failure the old block is untouched.
+    /// `new_size == 0` shrinks to a minimal block.
     ///
     /// # Safety
     /// `ptr` is a live block of this heap allocated with `old`.
@@ -505,8 +508,9 @@ impl<I: FreeIndex> Heap<I> {
         unsafe { self.resize(ptr, old, new) }
     }
 
-    /// Shrinks a block to `new`, as `Allocator::shrink` does; in place unless `new` asks for an
-    /// alignment the block lacks.
+    /// Shrinks a block to `new`, as `Allocator::shrink` does: as [`Heap::realloc`] shrinks, so
+    /// in place unless `new` asks for an alignment the block lacks or a large block moves into a
+    /// smaller free chunk.
     ///
     /// # Safety
     /// As for [`Heap::realloc`].
@@ -545,34 +549,52 @@ impl<I: FreeIndex> Heap<I> {
         old: Layout,
         new: Layout,
     ) -> Result<Result<NonNull<u8>, AllocError>, Misuse> {
-        if CHECKED {
-            self.validate_layout(ptr, old)?;
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk_for(ptr, old)? };
         // SAFETY: forwarded from the caller (and checked above in checked builds).
-        Ok(unsafe { self.resize_valid(ptr, old, new) })
+        Ok(unsafe { self.resize_valid(ptr, chunk, old, new) })
     }
 
     /// # Safety
-    /// `ptr` is a live block of this heap allocated with `old`.
+    /// `ptr` is a live block of this heap allocated with `old`, and `chunk` its chunk.
     #[inline(always)]
     unsafe fn resize_valid(
         &mut self,
         ptr: NonNull<u8>,
+        chunk: Chunk,
         old: Layout,
         new: Layout,
     ) -> Result<NonNull<u8>, AllocError> {
         let needed = chunk_size_for_layout(new);
-        // SAFETY: `ptr` is a live block of this heap (the caller's promise).
-        let chunk = unsafe { Chunk::from_payload(ptr) };
         let keeps_alignment = ptr.as_ptr().addr() & (new.align() - 1) == 0;
-        // SAFETY: `ptr` is a live block of this heap (the caller's promise).
-        if keeps_alignment && unsafe { self.resize_in_place(chunk, needed) } {
-            Counters::count(&mut self.counters.reallocs);
-            return Ok(ptr);
+        if keeps_alignment {
+            // SAFETY: `ptr` is a live block of this heap allocated with `old` (the caller's
+            // promise).
+            unsafe {
+                let size = chunk.size();
+                if needed <= size {
+                    let moved = if self.compacts_on_shrink(needed, new.align()) {
+                        let keep = old.size().min(new.size());
+                        self.move_to_smaller_chunk(ptr, chunk, size, needed, keep)
+                    } else {
+                        None
+                    };
+                    if moved.is_none() {
+                        self.shrink_in_place(chunk, size, needed);
+                    }
+                    Counters::count(&mut self.counters.reallocs);
+                    return Ok(moved.unwrap_or(ptr));
+                }
+                if self.grow_into_next(chunk, size, needed) {
+                    Counters::count(&mut self.counters.reallocs);
+                    return Ok(ptr);
+                }
+            }
         }
         let Ok(moved) = self.allocate_uncounted(new) else {
             // SAFETY: `chunk` is the live block at `ptr`, allocated with `old`.
-            let slid = unsafe { self.slide_back(chunk, old, new, needed) }.ok_or(AllocError)?;
+            let slid =
+                unsafe { self.slide_back(ptr, chunk, old, new, needed) }.ok_or(AllocError)?;
             Counters::count(&mut self.counters.reallocs);
             return Ok(slid);
         };
@@ -580,13 +602,82 @@ impl<I: FreeIndex> Heap<I> {
         // copied; the old one is live until released here.
         unsafe {
             let keep = old.size().min(new.size());
-            core::ptr::copy_nonoverlapping(ptr.as_ptr(), moved.as_ptr(), keep);
-            let size = chunk.size();
-            self.counters.in_use -= size;
-            self.release(chunk, size);
+            self.move_out(ptr, chunk, chunk.size(), moved, keep);
         }
         Counters::count(&mut self.counters.reallocs);
         Ok(moved)
+    }
+
+    /// Copies the first `keep` bytes of the live block `ptr` (of chunk `chunk`, `size` bytes)
+    /// to `to` and frees the block.
+    ///
+    /// # Safety
+    /// `to` is a live block distinct from `ptr`; both hold at least `keep` bytes.
+    #[inline(always)]
+    unsafe fn move_out(
+        &mut self,
+        ptr: NonNull<u8>,
+        chunk: Chunk,
+        size: usize,
+        to: NonNull<u8>,
+        keep: usize,
+    ) {
+        // SAFETY: forwarded from the caller: distinct blocks, so the copy does not overlap.
+        unsafe {
+            core::ptr::copy_nonoverlapping(ptr.as_ptr(), to.as_ptr(), keep);
+            self.counters.in_use -= size;
+            self.release(chunk, size);
+        }
+    }
+
+    /// Whether a block shrinking to a chunk of `needed` bytes at alignment `align` should try
+    /// [`Heap::move_to_smaller_chunk`]: a large block (see [`MOVE_ON_SHRINK_FROM`]), at the
+    /// granule's alignment, in a heap with less than a quarter of its memory free. Only when
+    /// memory runs short is a tight hole worth a copy.
+    #[inline(always)]
+    fn compacts_on_shrink(&self, needed: usize, align: usize) -> bool {
+        let Counters {
+            managed, in_use, ..
+        } = self.counters;
+        needed >= MOVE_ON_SHRINK_FROM && align <= GRANULE && (managed - in_use) < managed / 4
+    }
+
+    /// Moves a shrinking block into a free chunk that it fills to within
+    /// [`MOVE_LEAVES_LESS_THAN`] bytes and that is smaller than its own, when the index finds
+    /// one for `needed` bytes: the whole old chunk is then freed (and merges with its free
+    /// neighbours) instead of leaving a tail behind, and a hole too small for most large
+    /// requests is filled, so free space stays in fewer, larger chunks. The first `keep` bytes
+    /// are copied from `ptr`. `None`, and nothing changed, when no such chunk is found (the
+    /// free right neighbour does not count: shrinking in place gives it the tail anyway).
+    ///
+    /// # Safety
+    /// `chunk` is the chunk of the live block `ptr`, of `size >= needed` bytes holding at least
+    /// `keep` bytes of payload; `needed` is a chunk size for a request aligned to at most
+    /// `GRANULE`.
+    #[inline(never)]
+    unsafe fn move_to_smaller_chunk(
+        &mut self,
+        ptr: NonNull<u8>,
+        chunk: Chunk,
+        size: usize,
+        needed: usize,
+        keep: usize,
+    ) -> Option<NonNull<u8>> {
+        // SAFETY: the index holds only free chunks, all distinct from the live block, so the
+        // copy does not overlap; the block is released only after its contents are copied.
+        unsafe {
+            let (target, slot) = self.index.find(needed)?;
+            let target_size = target.size();
+            if target_size >= size
+                || target_size - needed >= MOVE_LEAVES_LESS_THAN
+                || target == chunk.after(size)
+            {
+                return None;
+            }
+            let moved = self.take(target, Filed::Entry(target, slot), needed);
+            self.move_out(ptr, chunk, size, moved, keep);
+            Some(moved)
+        }
     }
 
     /// The last resort of a growing realloc that found no free chunk to move to: the block
@@ -595,10 +686,12 @@ impl<I: FreeIndex> Heap<I> {
     /// here, so the copy (`memmove`, the spans overlap) is never on a fast path.
     ///
     /// # Safety
-    /// `chunk` is a live block allocated with `old`, of fewer than `needed` bytes.
+    /// `chunk` is the chunk of the live block `ptr`, allocated with `old`, of fewer than
+    /// `needed` bytes.
     #[cold]
     unsafe fn slide_back(
         &mut self,
+        ptr: NonNull<u8>,
         chunk: Chunk,
         old: Layout,
         new: Layout,
@@ -633,7 +726,7 @@ impl<I: FreeIndex> Heap<I> {
                 self.index.unlink(chunk.after(size), I::slot_of(next_size));
             }
             let keep = old.size().min(new.size());
-            core::ptr::copy(chunk.payload().as_ptr(), prev.payload().as_ptr(), keep);
+            core::ptr::copy(ptr.as_ptr(), prev.payload().as_ptr(), keep);
             // `occupy_span` expects a span that was free, whose right neighbour says so.
             chunk.after(size + next_size).set_prev_in_use(false);
             let taken = self.occupy_span(
@@ -649,6 +742,31 @@ impl<I: FreeIndex> Heap<I> {
         }
     }
 
+    /// Shrinks a block to `new_size` bytes without moving it: the tail goes to a free right
+    /// neighbour, or becomes a free chunk when it is large enough for one (otherwise the block
+    /// keeps it). Fails, changing nothing, when the block holds fewer than `new_size` bytes.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this heap.
+    pub unsafe fn try_shrink_in_place(
+        &mut self,
+        ptr: NonNull<u8>,
+        new_size: usize,
+    ) -> Result<(), AllocError> {
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk(ptr) }.unwrap_or_else(|misuse| report(misuse));
+        let needed = chunk_size_for(new_size).ok_or(AllocError)?;
+        // SAFETY: `ptr` is a live block (the caller's promise, checked above in checked builds).
+        unsafe {
+            let size = chunk.size();
+            if needed > size {
+                return Err(AllocError);
+            }
+            self.shrink_in_place(chunk, size, needed);
+        }
+        Ok(())
+    }
+
     /// Grows a block to hold `new_size` bytes without moving it, if its right neighbour is free
     /// and large enough. A block that already holds `new_size` bytes succeeds unchanged.
     ///
@@ -659,38 +777,16 @@ impl<I: FreeIndex> Heap<I> {
         ptr: NonNull<u8>,
         new_size: usize,
     ) -> Result<(), AllocError> {
-        if CHECKED {
-            if let Err(misuse) = self.validate(ptr) {
-                report(misuse);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk(ptr) }.unwrap_or_else(|misuse| report(misuse));
         let needed = chunk_size_for(new_size).ok_or(AllocError)?;
         // SAFETY: `ptr` is a live block (the caller's promise, checked above in checked builds).
         unsafe {
-            let chunk = Chunk::from_payload(ptr);
             let size = chunk.size();
             if needed <= size || self.grow_into_next(chunk, size, needed) {
                 Ok(())
             } else {
                 Err(AllocError)
-            }
-        }
-    }
-
-    /// Resizes the chunk to `needed` bytes in place if possible.
-    ///
-    /// # Safety
-    /// `chunk` is an allocated chunk.
-    #[inline(always)]
-    unsafe fn resize_in_place(&mut self, chunk: Chunk, needed: usize) -> bool {
-        // SAFETY: forwarded from the caller.
-        unsafe {
-            let size = chunk.size();
-            if needed <= size {
-                self.shrink_in_place(chunk, size, needed);
-                true
-            } else {
-                self.grow_into_next(chunk, size, needed)
             }
         }
     }
@@ -760,6 +856,44 @@ impl<I: FreeIndex> Heap<I> {
     /// was freed and whose memory now belongs to another live block cannot be told apart from
     /// that block: no one-word design can.
     pub fn validate(&self, ptr: NonNull<u8>) -> Result<(), Misuse> {
+        self.validated_chunk(ptr).map(drop)
+    }
+
+    /// The chunk of the block at `ptr`, which checked builds validate first (see
+    /// [`Heap::validated_chunk`]); unchecked builds take the header from `ptr` itself.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this heap, or in checked builds any pointer.
+    #[inline(always)]
+    unsafe fn block_chunk(&self, ptr: NonNull<u8>) -> Result<Chunk, Misuse> {
+        if CHECKED {
+            self.validated_chunk(ptr)
+        } else {
+            // SAFETY: forwarded from the caller.
+            Ok(unsafe { Chunk::from_payload(ptr) })
+        }
+    }
+
+    /// [`Heap::block_chunk`], and in checked builds that `layout` fits the block.
+    ///
+    /// # Safety
+    /// As for [`Heap::block_chunk`], and `layout` is the block's.
+    #[inline(always)]
+    unsafe fn block_chunk_for(&self, ptr: NonNull<u8>, layout: Layout) -> Result<Chunk, Misuse> {
+        // SAFETY: forwarded from the caller.
+        let chunk = unsafe { self.block_chunk(ptr)? };
+        if CHECKED {
+            // SAFETY: validated by `block_chunk`.
+            layout_fits(ptr, layout, unsafe { chunk.size() } - WORD)?;
+        }
+        Ok(chunk)
+    }
+
+    /// [`Heap::validate`], returning the block's chunk. The chunk is reached through the
+    /// provenance of the region holding it, not through `ptr`: a caller's pointer may grant
+    /// access to the payload alone (a `Box`'s does, under Rust's aliasing rules), while the
+    /// header lies just before it.
+    fn validated_chunk(&self, ptr: NonNull<u8>) -> Result<Chunk, Misuse> {
         let addr = ptr.as_ptr().addr();
         let foreign = Misuse::Foreign { addr };
         if !addr.is_multiple_of(GRANULE) {
@@ -767,10 +901,10 @@ impl<I: FreeIndex> Heap<I> {
         }
         let region = self.region_holding(addr).ok_or(foreign)?;
         // SAFETY: `ptr` lies inside a region, after its first chunk's header and before its
-        // sentinel, so the word before it is readable; the neighbour is read only after its
-        // address is checked against the sentinel.
+        // sentinel, so the word before it is readable through the region's provenance; the
+        // neighbour is read only after its address is checked against the sentinel.
         unsafe {
-            let chunk = Chunk::from_payload(ptr);
+            let chunk = region.sentinel.with_addr(addr - WORD);
             let header = chunk.header();
             if header & IN_USE == 0 {
                 return Err(Misuse::DoubleFree { addr });
@@ -783,15 +917,8 @@ impl<I: FreeIndex> Heap<I> {
             if chunk.after(size).header() & PREV_IN_USE == 0 {
                 return Err(corrupt);
             }
+            Ok(chunk)
         }
-        Ok(())
-    }
-
-    /// [`Heap::validate`], and that `layout` fits the block.
-    fn validate_layout(&self, ptr: NonNull<u8>, layout: Layout) -> Result<(), Misuse> {
-        self.validate(ptr)?;
-        // SAFETY: validated just above.
-        layout_fits(ptr, layout, unsafe { Heap::usable_size(ptr) })
     }
 }
 

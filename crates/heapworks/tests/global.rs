@@ -3,15 +3,26 @@
 //! all of it goes through this heap. Misuse through `GlobalAlloc` must abort with its message,
 //! neither unwinding nor deadlocking on the heap's lock (the panic message allocates).
 //!
-//! Not under Miri: the arena is large, since an abort prints a backtrace and symbolizing it
-//! allocates tens of MiB. `tests/adapters.rs` covers `with_region` under Miri.
-#![cfg(not(miri))]
+//! Under Miri only with `--cfg heapworks_miri_global` (CI's own step:
+//! `RUSTFLAGS="--cfg heapworks_miri_global" MIRIFLAGS="-Zmiri-strict-provenance
+//! -Zmiri-disable-stacked-borrows" cargo +nightly miri test -p heapworks --all-features --test
+//! global`), on a smaller arena, without the abort (Miri cannot spawn the child). Checked
+//! builds reach a block's header through its region's provenance, so the header reads pass
+//! Stacked Borrows too; what does not is the standard library freeing a `Box` while it is a
+//! protected function argument (a thread's start closure): the heap writes its free-list links
+//! into the freed bytes through the region's pointer, which Stacked and Tree Borrows both
+//! reject for any allocator written in Rust that keeps its links in freed memory, as they do
+//! not model the global allocator's entry points (rust-lang/miri#2686, #2104). Hence the
+//! aliasing model off for this test, with strict provenance still on.
+
+#![cfg(any(not(miri), heapworks_miri_global))]
 
 use std::alloc::{GlobalAlloc, Layout};
 
 use heapworks::LockedHeap;
 
-const ARENA_LEN: usize = 512 << 20;
+/// Large natively: an abort prints a backtrace, and symbolizing it allocates tens of MiB.
+const ARENA_LEN: usize = if cfg!(miri) { 4 << 20 } else { 512 << 20 };
 static mut ARENA: [u8; ARENA_LEN] = [0; ARENA_LEN];
 
 #[global_allocator]
@@ -47,7 +58,7 @@ fn a_request_beyond_the_region_gets_null() {
 
 #[test]
 fn misuse_through_global_alloc_aborts_with_its_message() {
-    if !cfg!(any(debug_assertions, feature = "checked")) {
+    if cfg!(miri) || !cfg!(any(debug_assertions, feature = "checked")) {
         return; // only checked builds detect misuse
     }
     if std::env::var_os(MISUSE_CHILD).is_some() {

@@ -13,7 +13,10 @@
 //! indexes and the front run only their small-size soak (and their unit tests in the crate),
 //! so the core's Miri run stays short.
 
-use heapworks::{Bins, FreeIndex, Hybrid, RedBlackTree, SegregatedLists, SplayTree};
+use heapworks::{
+    Bins, FreeIndex, Hybrid, MirroredRedBlackTree, ParentRedBlackTree, RedBlackTree,
+    SegregatedLists, SplayTree,
+};
 use heapworks_testkit::{soak_on, soak_with, Arena, Model, Op, Subject, Tally};
 use proptest::prelude::*;
 
@@ -68,6 +71,8 @@ proptest! {
             run_front(&ops, 16 * 1024);
             run::<SplayTree>(&ops, 16 * 1024);
             run::<RedBlackTree>(&ops, 16 * 1024);
+            run::<MirroredRedBlackTree>(&ops, 16 * 1024);
+            run::<ParentRedBlackTree>(&ops, 16 * 1024);
             run::<Hybrid>(&ops, 16 * 1024);
             run::<SegregatedLists>(&ops, 16 * 1024);
         }
@@ -81,6 +86,8 @@ proptest! {
             run_front(&ops, 1 << 20);
             run::<SplayTree>(&ops, 1 << 20);
             run::<RedBlackTree>(&ops, 1 << 20);
+            run::<MirroredRedBlackTree>(&ops, 1 << 20);
+            run::<ParentRedBlackTree>(&ops, 1 << 20);
             run::<Hybrid>(&ops, 1 << 20);
             run::<SegregatedLists>(&ops, 1 << 20);
         }
@@ -165,6 +172,16 @@ soaks_on!(
     soak_small_sizes_red_black_tree,
     soak_large_sizes_red_black_tree,
     RedBlackTree
+);
+soaks_on!(
+    soak_small_sizes_mirrored_red_black_tree,
+    soak_large_sizes_mirrored_red_black_tree,
+    MirroredRedBlackTree
+);
+soaks_on!(
+    soak_small_sizes_parent_red_black_tree,
+    soak_large_sizes_parent_red_black_tree,
+    ParentRedBlackTree
 );
 soaks_on!(soak_small_sizes_hybrid, soak_large_sizes_hybrid, Hybrid);
 soaks_on!(

@@ -271,6 +271,95 @@ fn shrinking_splits_off_the_tail_in_place() {
     heap.check().unwrap();
 }
 
+/// A heap holding a 40 000 B block `big` (its bytes 0x5a) and, apart from it, a free chunk of
+/// `hole` bytes between two guards. With `short`, a filler takes the arena's free rest but
+/// 40 KiB, leaving less than a quarter of the heap free; otherwise the rest stays free.
+fn big_block_and_hole(heap: &mut Heap, hole: usize, short: bool) -> (NonNull<u8>, NonNull<u8>) {
+    let big = alloc(heap, 40_000);
+    // SAFETY: `big` is live with 40 000 bytes.
+    unsafe { big.as_ptr().write_bytes(0x5a, 40_000) };
+    let _guard = alloc(heap, 16);
+    let spot = alloc(heap, hole);
+    let _guard = alloc(heap, 16);
+    if short {
+        let _filler = alloc(heap, heap.stats().largest_free - 40 * 1024);
+    }
+    free(heap, spot);
+    (big, spot)
+}
+
+#[test]
+fn a_large_block_shrinks_into_a_tight_free_chunk_when_memory_runs_short() {
+    let mut arena = Arena::new(256 * 1024);
+    let mut heap = arena.heap();
+    let (big, spot) = big_block_and_hole(&mut heap, 12_000, true);
+    let before = heap.stats();
+    assert!(before.free < before.managed / 4);
+    // SAFETY: `big` is live with this layout.
+    let moved = unsafe { heap.realloc(big, layout(40_000), 10_500) }.unwrap();
+    assert_eq!(moved, spot, "the block took the smaller free chunk");
+    // SAFETY: `moved` is live with at least 10 500 bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(moved.as_ptr(), 10_500) };
+    assert!(bytes.iter().all(|&b| b == 0x5a), "contents kept");
+    let stats = heap.stats();
+    assert_eq!(
+        stats.free,
+        before.free + chunk_size(40_000) - chunk_size(10_500)
+    );
+    assert!(
+        stats.largest_free >= chunk_size(40_000),
+        "the old chunk was freed whole"
+    );
+    heap.check().unwrap();
+}
+
+#[test]
+fn a_large_block_shrinks_in_place_otherwise() {
+    // Plenty of free memory: no move, though the hole fits.
+    let mut arena = Arena::new(256 * 1024);
+    let mut heap = arena.heap();
+    let (big, _) = big_block_and_hole(&mut heap, 12_000, false);
+    // SAFETY: `big` is live with this layout.
+    let shrunk = unsafe { heap.realloc(big, layout(40_000), 10_500) }.unwrap();
+    assert_eq!(shrunk, big);
+    heap.check().unwrap();
+    // Memory short, but the hole would be left with 2 KiB or more.
+    let mut arena = Arena::new(256 * 1024);
+    let mut heap = arena.heap();
+    let (big, _) = big_block_and_hole(&mut heap, 14_000, true);
+    // SAFETY: as above.
+    let shrunk = unsafe { heap.realloc(big, layout(40_000), 10_500) }.unwrap();
+    assert_eq!(shrunk, big);
+    // Below 8 KiB a block never moves, even into a chunk that it fills.
+    let (small, spot) = big_block_and_hole(&mut heap, 5_000, false);
+    let stats = heap.stats();
+    assert!(stats.free < stats.managed / 4);
+    // SAFETY: as above.
+    let shrunk = unsafe { heap.realloc(small, layout(40_000), 4_900) }.unwrap();
+    assert_ne!(shrunk, spot);
+    assert_eq!(shrunk, small);
+    heap.check().unwrap();
+}
+
+#[test]
+fn try_shrink_in_place_never_moves() {
+    let mut arena = Arena::new(256 * 1024);
+    let mut heap = arena.heap();
+    let (big, _) = big_block_and_hole(&mut heap, 12_000, true);
+    let in_use = heap.stats().in_use;
+    // SAFETY: `big` is live.
+    unsafe { heap.try_shrink_in_place(big, 10_000) }.unwrap();
+    // SAFETY: as above.
+    assert!((10_000..10_000 + GRANULE).contains(&unsafe { Heap::usable_size(big) }));
+    assert_eq!(
+        heap.stats().in_use,
+        in_use - (chunk_size(40_000) - chunk_size(10_000))
+    );
+    // SAFETY: as above.
+    assert!(unsafe { heap.try_shrink_in_place(big, 20_000) }.is_err());
+    heap.check().unwrap();
+}
+
 #[test]
 fn shrinking_hands_even_a_small_tail_to_a_free_neighbour() {
     let mut arena = Arena::new(64 * 1024);

@@ -10,7 +10,10 @@
 //! without them; `bench --indexes` (the free-index study, [`crate::study`]) runs them all, and
 //! any command takes one by name (`--filter heapworks_splay`, `replay --alloc …`).
 
-use heapworks::{Heap, Hybrid, RedBlackTree, SegregatedLists, SplayTree};
+use heapworks::{
+    Heap, Hybrid, MirroredRedBlackTree, ParentRedBlackTree, RedBlackTree, SegregatedLists,
+    SplayTree,
+};
 
 use super::heapworks::engine_contenders;
 
@@ -21,6 +24,10 @@ engine_contenders! {
         Splay(Heap<SplayTree>) = ("heapworks_splay", "heapworks (this workspace), SplayTree index"),
         /// The red-black tree with duplicate lists, no parent pointer.
         RedBlack(Heap<RedBlackTree>) = ("heapworks_rbtree", "heapworks (this workspace), RedBlackTree index"),
+        /// The same red-black tree, its left and right cases written apart (seed 003, question 1).
+        Mirrored(Heap<MirroredRedBlackTree>) = ("heapworks_rbtree_mirrored", "heapworks (this workspace), MirroredRedBlackTree index"),
+        /// The same red-black tree with a parent pointer instead of a path stack (question 3).
+        Parent(Heap<ParentRedBlackTree>) = ("heapworks_rbtree_parent", "heapworks (this workspace), ParentRedBlackTree index"),
         /// The exact bins below 2 KiB and the splay tree above.
         Hybrid(Heap<Hybrid>) = ("heapworks_hybrid", "heapworks (this workspace), Hybrid index"),
         /// Seed 003's classic baseline.

@@ -161,6 +161,42 @@ impl LiveBlocks {
     }
 }
 
+/// Seed 003's utilization of an arena workload: the most requested bytes live at once over the
+/// span of addresses the blocks took, from the lowest block's start to the highest block's
+/// end. Fed, untimed, with live sets the workload holds anyway.
+#[derive(Debug, Default)]
+pub struct Utilization {
+    low: Option<usize>,
+    high: usize,
+    peak_live: usize,
+}
+
+impl Utilization {
+    /// Takes in `blocks`, live together at one moment: their addresses and requested bytes.
+    pub fn include(&mut self, blocks: &[Block]) {
+        for block in blocks {
+            let start = block.ptr as usize;
+            self.low = Some(self.low.map_or(start, |low| low.min(start)));
+            self.high = self.high.max(block.end());
+        }
+        self.note_live(blocks.iter().map(|block| block.layout.size()).sum());
+    }
+
+    /// Takes in a moment at which `bytes` requested bytes were live.
+    pub fn note_live(&mut self, bytes: usize) {
+        self.peak_live = self.peak_live.max(bytes);
+    }
+
+    /// The utilization in percent (0 before any block was taken in).
+    pub fn percent(&self) -> f64 {
+        let span = self.low.map_or(0, |low| self.high - low);
+        if span == 0 {
+            return 0.0;
+        }
+        self.peak_live as f64 / span as f64 * 100.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -187,6 +223,18 @@ mod tests {
         live.push(block(0x1000, 0x1001, 8));
         live.push(block(0x2000, 8, 8));
         assert!(matches!(live.verify_sample(), Err(Failure::Corrupted(_))));
+    }
+
+    #[test]
+    fn utilization_is_the_peak_live_over_the_span() {
+        let mut usage = Utilization::default();
+        assert_eq!(usage.percent(), 0.0);
+        usage.include(&[block(0x1000, 0x100, 8), block(0x1200, 0x100, 8)]);
+        usage.include(&[block(0x1300, 0x100, 8)]);
+        // 0x200 bytes live at most, over 0x1000..0x1400.
+        assert_eq!(usage.percent(), 50.0);
+        usage.note_live(0x400);
+        assert_eq!(usage.percent(), 100.0);
     }
 
     #[test]

@@ -5,8 +5,9 @@
 //! that cannot coalesce, since their neighbours stay allocated), then N blocks of the same
 //! distribution are allocated. Reports the total time and the average response time per
 //! request, each phase's average, and the 99th percentile of the responses of one request in
-//! eight, each timed alone ([`SampledPhase`]). Only arenas take part (the question is about
-//! free-structure growth inside a bounded heap).
+//! eight, each timed alone ([`SampledPhase`]), and the seed's utilization (the most requested
+//! bytes live at once over the span of addresses the blocks took, see [`Utilization`]). Only
+//! arenas take part (the question is about free-structure growth inside a bounded heap).
 
 use std::alloc::Layout;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use crate::rng::Rng;
 use crate::stats::p99;
 use crate::timing::{Deadline, SampledPhase};
 
-use super::blocks::{Block, LiveBlocks};
+use super::blocks::{Block, LiveBlocks, Utilization};
 use super::{mib, run_trial, Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
 
 /// Requests between two looks at the deadline.
@@ -24,16 +25,19 @@ pub const REQUESTS_PER_CLOCK_CHECK: usize = 256;
 /// Smallest and largest block size drawn.
 pub const SIZES: (usize, usize) = (16, 256);
 
-const METRICS: [MetricSpec; 5] = [
+const METRICS: [MetricSpec; 6] = [
     MetricSpec::primary("total", "ms", Better::Lower),
     MetricSpec::primary("response", "ns/request", Better::Lower),
     MetricSpec::secondary("free response", "ns/request", Better::Lower),
     MetricSpec::secondary("allocate response", "ns/request", Better::Lower),
     P99_RESPONSE,
+    UTILIZATION,
 ];
 
 /// The 99th percentile of the sampled responses (seed 003's workloads).
 pub const P99_RESPONSE: MetricSpec = MetricSpec::secondary("p99 response", "ns", Better::Lower);
+/// Seed 003's utilization ([`Utilization`]), deterministic for a given seed.
+pub const UTILIZATION: MetricSpec = MetricSpec::secondary("utilization", "%", Better::Higher);
 
 /// The block counts N of a run: [`Config::block_counts`] when given, else the scale's.
 pub fn block_counts(config: &Config) -> &[usize] {
@@ -184,6 +188,8 @@ impl UseAllocator for Trial {
     fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> TrialOutcome {
         let mut rng = Rng::new(self.seed);
         let all = allocate_sequence(arena, &mut rng, self.blocks * 2, &self.deadline)?;
+        let mut usage = Utilization::default();
+        usage.include(&all);
         let (to_free, kept) = split_alternate(all);
         let mut live = LiveBlocks::with_capacity(self.blocks * 2);
         kept.into_iter().for_each(|block| live.push(block));
@@ -191,6 +197,8 @@ impl UseAllocator for Trial {
         let (free_time, mut samples) = self.free_timed(arena, to_free, &mut live)?;
         let (allocate_time, allocate_samples) = self.allocate_timed(arena, &mut rng, &mut live)?;
         live.verify_sample()?;
+        // Frees, then allocations: the live bytes peak at one end or the other.
+        usage.include(live.as_slice());
         live.release(arena);
         samples.extend(allocate_samples);
 
@@ -203,6 +211,7 @@ impl UseAllocator for Trial {
             per_request(free_time, self.blocks),
             per_request(allocate_time, self.blocks),
             p99(&samples),
+            usage.percent(),
         ])
     }
 }

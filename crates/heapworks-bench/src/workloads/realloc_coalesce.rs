@@ -5,8 +5,8 @@
 //! remaining block is reallocated once: up to `old + 1 ..= 2·old` with probability 55 %
 //! (the seed's slight skew towards growth), otherwise down to `old/2 .. old`. Reports the
 //! total time, the average response time, the 99th percentile of the responses of one realloc
-//! in eight, each timed alone ([`SampledPhase`]), and the share of reallocs that kept their
-//! address.
+//! in eight, each timed alone ([`SampledPhase`]), the share of reallocs that kept their
+//! address, and the seed's utilization ([`Utilization`]).
 //! Only arenas take part.
 
 use crate::contenders::{Arena, RawHeap, UseAllocator};
@@ -14,21 +14,22 @@ use crate::rng::Rng;
 use crate::stats::p99;
 use crate::timing::{Deadline, SampledPhase};
 
-use super::blocks::{Block, LiveBlocks};
+use super::blocks::{Block, LiveBlocks, Utilization};
 use super::insert_delete::{
     allocate_sequence, cases_per_block_count, free_within, release_all, split_alternate,
-    P99_RESPONSE, REQUESTS_PER_CLOCK_CHECK,
+    P99_RESPONSE, REQUESTS_PER_CLOCK_CHECK, UTILIZATION,
 };
 use super::{Better, Case, Config, Failure, MetricSpec, TrialOutcome, WorkloadId};
 
 /// Percent chance that a realloc grows the block.
 const GROW_PERCENT: usize = 55;
 
-const METRICS: [MetricSpec; 4] = [
+const METRICS: [MetricSpec; 5] = [
     MetricSpec::primary("total", "ms", Better::Lower),
     MetricSpec::primary("response", "ns/realloc", Better::Lower),
     MetricSpec::secondary("in place", "%", Better::Higher),
     P99_RESPONSE,
+    UTILIZATION,
 ];
 
 /// One case per N (the same N as insert-delete).
@@ -66,6 +67,8 @@ impl UseAllocator for Trial {
     fn run<H: RawHeap>(self, arena: &Arena<'_, H>) -> TrialOutcome {
         let mut rng = Rng::new(self.seed);
         let all = allocate_sequence(arena, &mut rng, self.blocks * 2, &self.deadline)?;
+        let mut usage = Utilization::default();
+        usage.include(&all);
         let (mut to_free, kept) = split_alternate(all);
         // Highest address first: cheap for address-ordered free lists. Untimed, but buddy
         // allocators search a list per free, so the deadline still applies.
@@ -81,6 +84,7 @@ impl UseAllocator for Trial {
             .iter()
             .map(|b| resized(&mut rng, b.layout.size()))
             .collect();
+        usage.note_live(peak_while_resizing(live.as_slice(), &targets));
 
         let mut phase = SampledPhase::start(self.blocks);
         let in_place = self.realloc_all(arena, &mut live, &targets, &mut phase);
@@ -93,14 +97,27 @@ impl UseAllocator for Trial {
             }
         };
         live.verify_sample()?;
+        usage.include(live.as_slice());
         live.release(arena);
         Ok(vec![
             elapsed.as_secs_f64() * 1e3,
             elapsed.as_secs_f64() * 1e9 / self.blocks as f64,
             in_place as f64 / self.blocks as f64 * 100.0,
             p99(&samples),
+            usage.percent(),
         ])
     }
+}
+
+/// The most requested bytes live at once while `blocks` are reallocated in order to `targets`.
+fn peak_while_resizing(blocks: &[Block], targets: &[usize]) -> usize {
+    let mut live: usize = blocks.iter().map(|block| block.layout.size()).sum();
+    let mut peak = live;
+    for (block, &target) in blocks.iter().zip(targets) {
+        live = live - block.layout.size() + target;
+        peak = peak.max(live);
+    }
+    peak
 }
 
 impl Trial {

@@ -10,7 +10,11 @@
 //!   kept in a list hanging from its node, exact best fit (invariants in `index/splay.rs`);
 //! - [`RedBlackTree`]: a red-black tree keyed by size with the same duplicate lists and no
 //!   parent pointer, rebalanced bottom-up from a stack of the search path, exact best fit
-//!   (invariants in `index/rbtree.rs`);
+//!   (invariants in `index/rbtree.rs`); two variants of it, each differing in one respect, for
+//!   seed 003's questions: [`MirroredRedBlackTree`] writes the left and right cases apart
+//!   instead of through a side index (`index/rbtree_mirrored.rs`), [`ParentRedBlackTree`]
+//!   keeps a parent pointer in every node instead of a stack of the path
+//!   (`index/rbtree_parent.rs`);
 //! - [`SegregatedLists`]: the classic baseline, one list per power of two of sizes and no
 //!   bitmap, first fit in the request's own class (invariants in `index/segregated.rs`);
 //! - [`Hybrid`]: the exact bins for small chunks, the splay tree from 2 KiB
@@ -34,6 +38,8 @@ pub(crate) mod bins;
 pub(crate) mod hybrid;
 pub(crate) mod list;
 pub(crate) mod rbtree;
+pub(crate) mod rbtree_mirrored;
+pub(crate) mod rbtree_parent;
 pub(crate) mod segregated;
 pub(crate) mod splay;
 pub(crate) mod tree;
@@ -41,14 +47,16 @@ pub(crate) mod tree;
 pub use bins::Bins;
 pub use hybrid::Hybrid;
 pub use rbtree::RedBlackTree;
+pub use rbtree_mirrored::MirroredRedBlackTree;
+pub use rbtree_parent::ParentRedBlackTree;
 pub use segregated::SegregatedLists;
 pub use splay::SplayTree;
 
 use crate::error::{Corruption, CorruptionKind};
 
 /// A free index a [`crate::Heap`] can be built on: [`Bins`] (the default), [`SplayTree`],
-/// [`RedBlackTree`], [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's
-/// business.
+/// [`RedBlackTree`] (and its variants [`MirroredRedBlackTree`] and [`ParentRedBlackTree`]),
+/// [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's business.
 pub trait FreeIndex: Index {}
 
 impl<T: Index> FreeIndex for T {}

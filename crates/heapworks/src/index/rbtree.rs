@@ -72,7 +72,7 @@ use crate::index::tree::{
 use crate::index::Index;
 
 /// The colour bit of a node's `left` word: set for a red node.
-const RED: usize = 1;
+pub(crate) const RED: usize = 1;
 const _: () = assert!(
     WORD > RED,
     "chunk headers are word-aligned, so bit 0 of a link is spare"
@@ -80,10 +80,10 @@ const _: () = assert!(
 
 /// The most nodes on a path from the root in any red-black tree of chunks: 2·log2(n + 1) for
 /// the largest number n of nodes an address space holds (see the module docs).
-const MAX_DEPTH: usize = (usize::BITS + 1 - GRANULE_SHIFT) as usize;
+pub(crate) const MAX_DEPTH: usize = (usize::BITS + 1 - GRANULE_SHIFT) as usize;
 
 /// A path's capacity: a removal's fix-up may push one more entry than the descent.
-const PATH_CAPACITY: usize = MAX_DEPTH + 1;
+pub(crate) const PATH_CAPACITY: usize = MAX_DEPTH + 1;
 
 /// A red-black tree of free chunks keyed by size, with duplicate lists and no parent pointer
 /// (see the module docs). `Heap::<RedBlackTree>::empty()` builds a heap on it.
@@ -95,7 +95,7 @@ pub struct RedBlackTree {
 }
 
 /// Child links with the colour bit masked off.
-struct Coloured;
+pub(crate) struct Coloured;
 
 impl Children for Coloured {
     #[inline(always)]
@@ -108,7 +108,7 @@ impl Children for Coloured {
 
 /// Link word `side` of a node, read as a raw pointer (colour bit included).
 #[inline(always)]
-fn raw(node: Chunk, side: usize) -> *mut *mut u8 {
+pub(crate) fn raw(node: Chunk, side: usize) -> *mut *mut u8 {
     link(node, side).cast()
 }
 
@@ -117,7 +117,7 @@ fn raw(node: Chunk, side: usize) -> *mut *mut u8 {
 /// # Safety
 /// `node` is a tree node.
 #[inline(always)]
-unsafe fn child(node: Chunk, side: usize) -> Option<Chunk> {
+pub(crate) unsafe fn child(node: Chunk, side: usize) -> Option<Chunk> {
     // SAFETY: forwarded from the caller.
     unsafe { Coloured::child(node, side) }
 }
@@ -127,7 +127,7 @@ unsafe fn child(node: Chunk, side: usize) -> Option<Chunk> {
 /// # Safety
 /// `node` is a tree node.
 #[inline(always)]
-unsafe fn set_child(node: Chunk, side: usize, to: Option<Chunk>) {
+pub(crate) unsafe fn set_child(node: Chunk, side: usize, to: Option<Chunk>) {
     let word = raw(node, side);
     // SAFETY: a node has four link words; the colour bit is 0 in `right`.
     unsafe {
@@ -144,7 +144,7 @@ unsafe fn set_child(node: Chunk, side: usize, to: Option<Chunk>) {
 /// # Safety
 /// `node` is a tree node.
 #[inline(always)]
-unsafe fn colour(node: Chunk) -> usize {
+pub(crate) unsafe fn colour(node: Chunk) -> usize {
     // SAFETY: forwarded from the caller.
     unsafe { raw(node, LEFT).read().addr() & RED }
 }
@@ -154,7 +154,7 @@ unsafe fn colour(node: Chunk) -> usize {
 /// # Safety
 /// `node`, if any, is a tree node.
 #[inline(always)]
-unsafe fn is_red(node: Option<Chunk>) -> bool {
+pub(crate) unsafe fn is_red(node: Option<Chunk>) -> bool {
     // SAFETY: forwarded from the caller.
     node.is_some_and(|node| unsafe { colour(node) } == RED)
 }
@@ -164,7 +164,7 @@ unsafe fn is_red(node: Option<Chunk>) -> bool {
 /// # Safety
 /// `node` is a tree node.
 #[inline(always)]
-unsafe fn paint(node: Chunk, colour: usize) {
+pub(crate) unsafe fn paint(node: Chunk, colour: usize) {
     let word = raw(node, LEFT);
     // SAFETY: forwarded from the caller.
     unsafe { word.write(word.read().map_addr(|addr| addr & !RED | colour)) }
@@ -188,14 +188,14 @@ unsafe fn rotate(node: Chunk, side: usize) -> Chunk {
 
 /// The nodes a descent passed, from the root down, with the side it took at each: the fix-ups'
 /// way up, in place of parent pointers. Entries `0..len` are written.
-struct Path {
+pub(crate) struct Path {
     entries: [MaybeUninit<(Chunk, usize)>; PATH_CAPACITY],
-    len: usize,
+    pub(crate) len: usize,
 }
 
 impl Path {
     #[inline(always)]
-    fn new() -> Path {
+    pub(crate) fn new() -> Path {
         Path {
             entries: [const { MaybeUninit::uninit() }; PATH_CAPACITY],
             len: 0,
@@ -208,7 +208,7 @@ impl Path {
     /// The path is shorter than `PATH_CAPACITY`: true of any path in a consistent tree (see
     /// [`MAX_DEPTH`]) plus a removal's one extra entry.
     #[inline(always)]
-    unsafe fn push(&mut self, node: Chunk, side: usize) {
+    pub(crate) unsafe fn push(&mut self, node: Chunk, side: usize) {
         debug_assert!(
             self.len < PATH_CAPACITY,
             "deeper than a red-black tree can be"
@@ -223,7 +223,7 @@ impl Path {
     /// # Safety
     /// `at < self.len`.
     #[inline(always)]
-    unsafe fn at(&self, at: usize) -> (Chunk, usize) {
+    pub(crate) unsafe fn at(&self, at: usize) -> (Chunk, usize) {
         debug_assert!(at < self.len);
         // SAFETY: entries below `len` are written.
         unsafe { self.entries.get_unchecked(at).assume_init() }
@@ -234,10 +234,103 @@ impl Path {
     /// # Safety
     /// `at < self.len`.
     #[inline(always)]
-    unsafe fn set_at(&mut self, at: usize, node: Chunk, side: usize) {
+    pub(crate) unsafe fn set_at(&mut self, at: usize, node: Chunk, side: usize) {
         debug_assert!(at < self.len);
         // SAFETY: `at` is within the array.
         unsafe { self.entries.get_unchecked_mut(at) }.write((node, side));
+    }
+}
+
+/// A red-black tree of chunks rebalanced bottom-up from a stack of its search path, whatever
+/// way it reaches a node's links ([`RedBlackTree`] through a side index,
+/// [`crate::index::MirroredRedBlackTree`] by name): its own descent, relinking and fix-ups,
+/// and on top of them the filing and taking out that both trees share.
+pub(crate) trait OnPath {
+    /// The list of chunks too small for a node.
+    fn smallest(&mut self) -> &mut Option<Chunk>;
+
+    /// Descends from the root towards `size`, recording every node passed in `path`; returns
+    /// the node of that size (not recorded), if there is one.
+    ///
+    /// # Safety
+    /// The tree is consistent; `path` is empty.
+    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk>;
+
+    /// Makes `to` the node below the first `depth` entries of `path`: the root if `depth` is
+    /// 0, else the child of entry `depth - 1` on its side.
+    ///
+    /// # Safety
+    /// `depth <= path.len`; the entries are nodes of the tree.
+    unsafe fn replace(&mut self, path: &Path, depth: usize, to: Option<Chunk>);
+
+    /// Restores the red-black rules after a red leaf was linked below the last entry of
+    /// `path`.
+    ///
+    /// # Safety
+    /// `path` is the search path of the leaf; apart from a red parent of the leaf, the tree
+    /// keeps the red-black rules.
+    unsafe fn fix_insert(&mut self, path: &Path);
+
+    /// Takes the node `node`, which has no duplicate, out of the tree; `path` holds its
+    /// ancestors.
+    ///
+    /// # Safety
+    /// `path` is `node`'s search path in a consistent tree.
+    unsafe fn remove_node(&mut self, node: Chunk, path: &mut Path);
+
+    /// Files a free chunk of `size` bytes.
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk of `size` bytes that is not filed; the tree is consistent.
+    #[inline(always)]
+    unsafe fn file(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: `chunk` and every filed chunk are free chunks with the link words of their
+        // size; the tree is consistent.
+        unsafe {
+            if size < TREE_MIN {
+                list::push(self.smallest(), chunk);
+                return;
+            }
+            let mut path = Path::new();
+            if let Some(node) = self.descend(size, &mut path) {
+                push_duplicate(node, chunk);
+                return;
+            }
+            set(chunk, NEXT, None);
+            set(chunk, PREV, None);
+            raw(chunk, LEFT).write(ptr::without_provenance_mut(RED));
+            set(chunk, RIGHT, None);
+            self.replace(&path, path.len, Some(chunk));
+            self.fix_insert(&path);
+        }
+    }
+
+    /// Takes the filed chunk `chunk` of `size` bytes out.
+    ///
+    /// # Safety
+    /// `chunk` is filed, of `size` bytes by its header; the tree is consistent.
+    #[inline(always)]
+    unsafe fn take_out(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: filed chunks are free chunks with the link words of their size; a chunk of
+        // the tree's sizes whose `prev` is null is a node (module invariants).
+        unsafe {
+            if unlink_listed::<Coloured>(self.smallest(), chunk, size) {
+                return;
+            }
+            let mut path = Path::new();
+            let node = self.descend(size, &mut path);
+            debug_assert!(node == Some(chunk), "the node of its size is not the chunk");
+            match get(chunk, NEXT) {
+                Some(duplicate) => {
+                    // The first duplicate takes the node's place, children and colour.
+                    set(duplicate, PREV, None);
+                    raw(duplicate, LEFT).write(raw(chunk, LEFT).read());
+                    set(duplicate, RIGHT, get(chunk, RIGHT));
+                    self.replace(&path, path.len, Some(duplicate));
+                }
+                None => self.remove_node(chunk, &mut path),
+            }
+        }
     }
 }
 
@@ -256,117 +349,13 @@ impl RedBlackTree {
         Walk::of(self.root, self.smallest)
     }
 
-    /// Descends from the root towards `size`, recording every node passed in `path`; returns
-    /// the node of that size (not recorded), if there is one.
-    ///
-    /// # Safety
-    /// The tree is consistent; `path` is empty.
-    #[inline(always)]
-    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
-        let mut cursor = self.root;
-        // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
-        // consistent tree fits the array.
-        unsafe {
-            while let Some(node) = cursor {
-                let node_size = node.size();
-                if size == node_size {
-                    return Some(node);
-                }
-                let side = if size < node_size { LEFT } else { RIGHT };
-                path.push(node, side);
-                cursor = child(node, side);
-            }
-        }
-        None
-    }
-
-    /// Makes `to` the node below the first `depth` entries of `path`: the root if `depth` is
-    /// 0, else the child of entry `depth - 1` on its side.
-    ///
-    /// # Safety
-    /// `depth <= path.len`; the entries are nodes of the tree.
-    #[inline(always)]
-    unsafe fn replace(&mut self, path: &Path, depth: usize, to: Option<Chunk>) {
-        if depth == 0 {
-            self.root = to;
-        } else {
-            // SAFETY: forwarded from the caller.
-            unsafe {
-                let (parent, side) = path.at(depth - 1);
-                set_child(parent, side, to);
-            }
-        }
-    }
-
     /// Files a free chunk of `size` bytes.
     ///
     /// # Safety
     /// `chunk` is a free chunk of `size` bytes that is not filed; the tree is consistent.
     pub(crate) unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: `chunk` and every filed chunk are free chunks with the link words of their
-        // size; the tree is consistent.
-        unsafe {
-            if size < TREE_MIN {
-                list::push(&mut self.smallest, chunk);
-                return;
-            }
-            let mut path = Path::new();
-            if let Some(node) = self.descend(size, &mut path) {
-                push_duplicate(node, chunk);
-                return;
-            }
-            set(chunk, NEXT, None);
-            set(chunk, PREV, None);
-            raw(chunk, LEFT).write(ptr::without_provenance_mut(RED));
-            set(chunk, RIGHT, None);
-            self.replace(&path, path.len, Some(chunk));
-            self.fix_insert(&path);
-        }
-    }
-
-    /// Restores the red-black rules after a red leaf was linked below the last entry of
-    /// `path`: recolours up the path while the new red node's parent and uncle are red, then
-    /// rotates at most twice.
-    ///
-    /// # Safety
-    /// `path` is the search path of the leaf; apart from a red parent of the leaf, the tree
-    /// keeps the red-black rules.
-    #[inline(never)]
-    unsafe fn fix_insert(&mut self, path: &Path) {
-        // The red node that may have a red parent sits below the first `depth` entries.
-        let mut depth = path.len;
-        // SAFETY: every entry is a node of the tree; `depth` only falls, and only while at
-        // least two entries (parent and grandparent) are above the red node.
-        unsafe {
-            while depth >= 2 {
-                let (parent, side) = path.at(depth - 1);
-                if colour(parent) != RED {
-                    return;
-                }
-                let (grandparent, parent_side) = path.at(depth - 2);
-                let uncle = child(grandparent, parent_side ^ 1);
-                if let Some(uncle) = uncle.filter(|&uncle| colour(uncle) == RED) {
-                    paint(parent, 0);
-                    paint(uncle, 0);
-                    paint(grandparent, RED);
-                    depth -= 2;
-                    continue;
-                }
-                let mut top = parent;
-                if side != parent_side {
-                    top = rotate(parent, side);
-                    set_child(grandparent, parent_side, Some(top));
-                }
-                rotate(grandparent, parent_side);
-                paint(top, 0);
-                paint(grandparent, RED);
-                self.replace(path, depth - 2, Some(top));
-                return;
-            }
-            if let Some(root) = self.root.filter(|_| depth == 0) {
-                paint(root, 0);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { OnPath::file(self, chunk, size) }
     }
 
     /// Takes the filed chunk `chunk` of `size` bytes out.
@@ -374,69 +363,8 @@ impl RedBlackTree {
     /// # Safety
     /// `chunk` is filed, of `size` bytes by its header; the tree is consistent.
     pub(crate) unsafe fn unlink(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: filed chunks are free chunks with the link words of their size; a chunk of
-        // the tree's sizes whose `prev` is null is a node (module invariants).
-        unsafe {
-            if unlink_listed(&mut self.smallest, chunk, size) {
-                return;
-            }
-            let mut path = Path::new();
-            let node = self.descend(size, &mut path);
-            debug_assert!(node == Some(chunk), "the node of its size is not the chunk");
-            match get(chunk, NEXT) {
-                Some(duplicate) => {
-                    // The first duplicate takes the node's place, children and colour.
-                    set(duplicate, PREV, None);
-                    raw(duplicate, LEFT).write(raw(chunk, LEFT).read());
-                    set(duplicate, RIGHT, get(chunk, RIGHT));
-                    self.replace(&path, path.len, Some(duplicate));
-                }
-                None => self.remove_node(chunk, &mut path),
-            }
-        }
-    }
-
-    /// Takes the node `node`, which has no duplicate, out of the tree; `path` holds its
-    /// ancestors.
-    ///
-    /// # Safety
-    /// `path` is `node`'s search path in a consistent tree.
-    unsafe fn remove_node(&mut self, node: Chunk, path: &mut Path) {
-        let depth = path.len;
-        // SAFETY: every node reached is a node of the tree; the path grows by the successor's
-        // ancestors, which a consistent tree bounds.
-        unsafe {
-            let (left, right) = (child(node, LEFT), child(node, RIGHT));
-            let removed_black = match (left, right) {
-                (Some(_), Some(right)) => {
-                    // The successor, the least node on the right, takes the node's place and
-                    // colour; the hole is where the successor was.
-                    path.push(node, RIGHT);
-                    let mut successor = right;
-                    while let Some(smaller) = child(successor, LEFT) {
-                        path.push(successor, LEFT);
-                        successor = smaller;
-                    }
-                    let removed_black = colour(successor) != RED;
-                    if successor != right {
-                        let (parent, _) = path.at(path.len - 1);
-                        set_child(parent, LEFT, child(successor, RIGHT));
-                        set_child(successor, RIGHT, Some(right));
-                    }
-                    raw(successor, LEFT).write(raw(node, LEFT).read());
-                    self.replace(path, depth, Some(successor));
-                    path.set_at(depth, successor, RIGHT);
-                    removed_black
-                }
-                (only, None) | (None, only) => {
-                    self.replace(path, depth, only);
-                    colour(node) != RED
-                }
-            };
-            if removed_black {
-                self.fix_remove(path);
-            }
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { OnPath::take_out(self, chunk, size) }
     }
 
     /// Restores the equal black heights after a black node left the subtree below the last
@@ -500,22 +428,13 @@ impl RedBlackTree {
         }
     }
 
-    /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
-    /// size has any, else its node.
+    /// The smallest filed chunk of at least `size` bytes, with its size (see [`Walk::best_fit`]).
     ///
     /// # Safety
     /// The tree is consistent.
     pub(crate) unsafe fn best_fit(&self, size: usize) -> Option<(Chunk, usize)> {
-        if size < TREE_MIN {
-            if let Some(found) = self.walk().smallest_entry() {
-                return Some(found);
-            }
-        }
-        // SAFETY: the tree is consistent (the caller's promise): the descent ends.
-        unsafe {
-            let node = self.walk().ceiling(size, usize::MAX).ok()??;
-            Some((get(node, NEXT).unwrap_or(node), node.size()))
-        }
+        // SAFETY: forwarded from the caller.
+        unsafe { self.walk().best_fit(size) }
     }
 
     /// The checker's count ([`Index::tally`] with nodes of at least `min_node` bytes): the
@@ -525,96 +444,248 @@ impl RedBlackTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        let mut tally = Tally::new(limit);
-        let complete =
-            tally.take_list(self.smallest, MIN_CHUNK)? && self.tally_tree(&mut tally, min_node)?;
-        Ok(complete.then(|| tally.result()).flatten())
+        tally_red_black(self.root, self.smallest, min_node, limit, prev_is_null)
     }
+}
 
-    /// The tree's part of [`Index::tally`]: a walk of every node with a stack of pending
-    /// subtrees (no recursion), verifying order, node size, `prev` null, the colour rules and
-    /// equal black heights, and counting each node's duplicate list. `min_node` is the least
-    /// size a node may have.
-    fn tally_tree(&self, tally: &mut Tally, min_node: usize) -> Result<bool, Corruption> {
-        let Some(root) = self.root else {
-            return Ok(true);
-        };
-        /// A subtree still to walk: its root, the exclusive bounds of its sizes, the black
-        /// nodes above it, whether its parent is red.
-        #[derive(Clone, Copy)]
-        struct Pending {
-            node: Chunk,
-            above: usize,
-            below: usize,
-            blacks: usize,
-            red_parent: bool,
-        }
-        // A preorder walk keeps at most one pending right subtree per level: a tree deeper
-        // than `MAX_DEPTH`, which breaks the red-black rules, overflows the stack.
-        let mut stack = [None::<Pending>; PATH_CAPACITY];
-        stack[0] = Some(Pending {
-            node: root,
-            above: 0,
-            below: usize::MAX,
-            blacks: 0,
-            red_parent: false,
-        });
-        let mut len = 1usize;
-        let mut leaf_blacks = None;
-        while let Some(Some(pending)) = len.checked_sub(1).and_then(|top| stack.get(top)) {
-            len -= 1;
-            let node = pending.node;
-            let bad = fault(node.addr(), CorruptionKind::BadLink);
-            // SAFETY: the node was reached through non-null links; its header and link words
-            // are read only once its header says it is a free chunk of a node's size (the
-            // checker's stated limit).
-            let (size, red) = unsafe {
-                let size = node.size();
-                if size <= pending.above || size >= pending.below || size < min_node {
-                    return bad;
-                }
-                if !tally.take_list(Some(node), size)? {
-                    return Ok(false);
-                }
-                if get(node, PREV).is_some() {
-                    return bad;
-                }
-                (size, colour(node) == RED)
-            };
-            if red && (pending.red_parent || node == root) {
+/// The checker's test of a node's `prev` word in a tree without parents: null.
+pub(crate) fn prev_is_null(node: Chunk, _parent: Option<Chunk>) -> bool {
+    // SAFETY: the checker calls this on nodes only, whose `prev` word is inside them.
+    unsafe { get(node, PREV) }.is_none()
+}
+
+/// The checker's count of a red-black tree of chunks ([`Index::tally`]): the list of the
+/// smallest chunks, then a walk of every node with a stack of pending subtrees (no
+/// recursion), verifying order, node size (at least `min_node`), the colour rules and equal
+/// black heights, and that `prev_word_ok(node, parent)` accepts each node's `prev` word, and
+/// counting each node's duplicate list.
+pub(crate) fn tally_red_black(
+    root: Option<Chunk>,
+    smallest: Option<Chunk>,
+    min_node: usize,
+    limit: usize,
+    prev_word_ok: impl Fn(Chunk, Option<Chunk>) -> bool,
+) -> Result<Option<(usize, usize)>, Corruption> {
+    let mut tally = Tally::new(limit);
+    let complete = tally.take_list(smallest, MIN_CHUNK)?
+        && tally_tree(&mut tally, root, min_node, prev_word_ok)?;
+    Ok(complete.then(|| tally.result()).flatten())
+}
+
+/// The tree's part of [`tally_red_black`]; `Ok(false)` once past the tally's limit.
+fn tally_tree(
+    tally: &mut Tally,
+    root: Option<Chunk>,
+    min_node: usize,
+    prev_word_ok: impl Fn(Chunk, Option<Chunk>) -> bool,
+) -> Result<bool, Corruption> {
+    let Some(root) = root else {
+        return Ok(true);
+    };
+    /// A subtree still to walk: its root and that root's parent, the exclusive bounds of its
+    /// sizes, the black nodes above it, whether its parent is red.
+    #[derive(Clone, Copy)]
+    struct Pending {
+        node: Chunk,
+        parent: Option<Chunk>,
+        above: usize,
+        below: usize,
+        blacks: usize,
+        red_parent: bool,
+    }
+    // A preorder walk keeps at most one pending right subtree per level: a tree deeper than
+    // `MAX_DEPTH`, which breaks the red-black rules, overflows the stack.
+    let mut stack = [None::<Pending>; PATH_CAPACITY];
+    stack[0] = Some(Pending {
+        node: root,
+        parent: None,
+        above: 0,
+        below: usize::MAX,
+        blacks: 0,
+        red_parent: false,
+    });
+    let mut len = 1usize;
+    let mut leaf_blacks = None;
+    while let Some(Some(pending)) = len.checked_sub(1).and_then(|top| stack.get(top)) {
+        len -= 1;
+        let node = pending.node;
+        let bad = fault(node.addr(), CorruptionKind::BadLink);
+        // SAFETY: the node was reached through non-null links; its header and link words are
+        // read only once its header says it is a free chunk of a node's size (the checker's
+        // stated limit).
+        let (size, red) = unsafe {
+            let size = node.size();
+            if size <= pending.above || size >= pending.below || size < min_node {
                 return bad;
             }
-            let blacks = pending.blacks + usize::from(!red);
-            for (side, above, below) in [(RIGHT, size, pending.below), (LEFT, pending.above, size)]
-            {
-                // SAFETY: as above.
-                match unsafe { child(node, side) } {
-                    None if *leaf_blacks.get_or_insert(blacks) != blacks => return bad,
-                    None => {}
-                    Some(next) => {
-                        let Some(slot) = stack.get_mut(len) else {
-                            return bad;
-                        };
-                        *slot = Some(Pending {
-                            node: next,
-                            above,
-                            below,
-                            blacks,
-                            red_parent: red,
-                        });
-                        len += 1;
-                    }
+            if !tally.take_list(Some(node), size)? {
+                return Ok(false);
+            }
+            if !prev_word_ok(node, pending.parent) {
+                return bad;
+            }
+            (size, colour(node) == RED)
+        };
+        if red && (pending.red_parent || node == root) {
+            return bad;
+        }
+        let blacks = pending.blacks + usize::from(!red);
+        for (side, above, below) in [(RIGHT, size, pending.below), (LEFT, pending.above, size)] {
+            // SAFETY: as above.
+            match unsafe { child(node, side) } {
+                None if *leaf_blacks.get_or_insert(blacks) != blacks => return bad,
+                None => {}
+                Some(next) => {
+                    let Some(slot) = stack.get_mut(len) else {
+                        return bad;
+                    };
+                    *slot = Some(Pending {
+                        node: next,
+                        parent: Some(node),
+                        above,
+                        below,
+                        blacks,
+                        red_parent: red,
+                    });
+                    len += 1;
                 }
             }
         }
-        Ok(true)
+    }
+    Ok(true)
+}
+
+impl OnPath for RedBlackTree {
+    #[inline(always)]
+    fn smallest(&mut self) -> &mut Option<Chunk> {
+        &mut self.smallest
+    }
+
+    #[inline(always)]
+    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
+        let mut cursor = self.root;
+        // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
+        // consistent tree fits the array.
+        unsafe {
+            while let Some(node) = cursor {
+                let node_size = node.size();
+                if size == node_size {
+                    return Some(node);
+                }
+                let side = if size < node_size { LEFT } else { RIGHT };
+                path.push(node, side);
+                cursor = child(node, side);
+            }
+        }
+        None
+    }
+
+    #[inline(always)]
+    unsafe fn replace(&mut self, path: &Path, depth: usize, to: Option<Chunk>) {
+        if depth == 0 {
+            self.root = to;
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                let (parent, side) = path.at(depth - 1);
+                set_child(parent, side, to);
+            }
+        }
+    }
+
+    /// Restores the red-black rules after a red leaf was linked below the last entry of
+    /// `path`: recolours up the path while the new red node's parent and uncle are red, then
+    /// rotates at most twice.
+    ///
+    /// # Safety
+    /// `path` is the search path of the leaf; apart from a red parent of the leaf, the tree
+    /// keeps the red-black rules.
+    #[inline(never)]
+    unsafe fn fix_insert(&mut self, path: &Path) {
+        // The red node that may have a red parent sits below the first `depth` entries.
+        let mut depth = path.len;
+        // SAFETY: every entry is a node of the tree; `depth` only falls, and only while at
+        // least two entries (parent and grandparent) are above the red node.
+        unsafe {
+            while depth >= 2 {
+                let (parent, side) = path.at(depth - 1);
+                if colour(parent) != RED {
+                    return;
+                }
+                let (grandparent, parent_side) = path.at(depth - 2);
+                let uncle = child(grandparent, parent_side ^ 1);
+                if let Some(uncle) = uncle.filter(|&uncle| colour(uncle) == RED) {
+                    paint(parent, 0);
+                    paint(uncle, 0);
+                    paint(grandparent, RED);
+                    depth -= 2;
+                    continue;
+                }
+                let mut top = parent;
+                if side != parent_side {
+                    top = rotate(parent, side);
+                    set_child(grandparent, parent_side, Some(top));
+                }
+                rotate(grandparent, parent_side);
+                paint(top, 0);
+                paint(grandparent, RED);
+                self.replace(path, depth - 2, Some(top));
+                return;
+            }
+            if let Some(root) = self.root.filter(|_| depth == 0) {
+                paint(root, 0);
+            }
+        }
+    }
+
+    /// Takes the node `node`, which has no duplicate, out of the tree; `path` holds its
+    /// ancestors.
+    ///
+    /// # Safety
+    /// `path` is `node`'s search path in a consistent tree.
+    unsafe fn remove_node(&mut self, node: Chunk, path: &mut Path) {
+        let depth = path.len;
+        // SAFETY: every node reached is a node of the tree; the path grows by the successor's
+        // ancestors, which a consistent tree bounds.
+        unsafe {
+            let (left, right) = (child(node, LEFT), child(node, RIGHT));
+            let removed_black = match (left, right) {
+                (Some(_), Some(right)) => {
+                    // The successor, the least node on the right, takes the node's place and
+                    // colour; the hole is where the successor was.
+                    path.push(node, RIGHT);
+                    let mut successor = right;
+                    while let Some(smaller) = child(successor, LEFT) {
+                        path.push(successor, LEFT);
+                        successor = smaller;
+                    }
+                    let removed_black = colour(successor) != RED;
+                    if successor != right {
+                        let (parent, _) = path.at(path.len - 1);
+                        set_child(parent, LEFT, child(successor, RIGHT));
+                        set_child(successor, RIGHT, Some(right));
+                    }
+                    raw(successor, LEFT).write(raw(node, LEFT).read());
+                    self.replace(path, depth, Some(successor));
+                    path.set_at(depth, successor, RIGHT);
+                    removed_black
+                }
+                (only, None) | (None, only) => {
+                    self.replace(path, depth, only);
+                    colour(node) != RED
+                }
+            };
+            if removed_black {
+                self.fix_remove(path);
+            }
+        }
     }
 }
 
 size_tree_index!(RedBlackTree);
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     extern crate std;
 
     use core::alloc::Layout;
@@ -623,19 +694,22 @@ mod tests {
     use std::vec::Vec;
 
     use super::*;
-    use crate::index::{churn, test_heap};
+    use crate::index::{churn, test_heap, FreeIndex};
     use crate::Heap;
 
     /// The layout whose block takes a chunk of `chunk` bytes.
-    fn payload(chunk: usize) -> Layout {
+    pub(crate) fn payload(chunk: usize) -> Layout {
         Layout::from_size_align(chunk - WORD, 8).unwrap()
     }
 
     /// Frees chunks of `sizes` bytes (in that order), kept apart by live blocks, in a heap
-    /// with no other free chunk: the tree then holds exactly those chunks. Returns the heap's
-    /// memory's user and the chunks.
-    fn tree_of(memory: &mut [u128], sizes: &[usize]) -> (Heap<RedBlackTree>, Vec<Chunk>) {
-        let mut heap = test_heap::<RedBlackTree>(memory);
+    /// on the index `I` with no other free chunk: the index then holds exactly those chunks.
+    /// Returns the heap and the chunks.
+    pub(crate) fn tree_of<I: FreeIndex>(
+        memory: &mut [u128],
+        sizes: &[usize],
+    ) -> (Heap<I>, Vec<Chunk>) {
+        let mut heap = test_heap::<I>(memory);
         let holes: Vec<NonNull<u8>> = sizes
             .iter()
             .map(|&size| {
@@ -662,27 +736,34 @@ mod tests {
         (heap, chunks)
     }
 
-    /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated:
-    /// the tree's rotations in both fix-ups, its duplicate lists and the smallest chunks' list
-    /// all run; the heap is checked after every step and finally holds one free chunk.
-    #[test]
-    fn duplicates_and_small_chunks_survive_churn() {
+    /// Blocks of many sizes, many of them equal, freed in a scrambled order and reallocated on
+    /// a heap over the tree `I`: the rotations of both fix-ups, the duplicate lists and the
+    /// smallest chunks' list all run; the heap is checked after every step and finally holds
+    /// one free chunk.
+    pub(crate) fn assert_survives_churn<I: FreeIndex>() {
         let mut memory = vec![0u128; 32768];
-        let mut heap = test_heap::<RedBlackTree>(&mut memory);
+        let mut heap = test_heap::<I>(&mut memory);
         let sizes: Vec<usize> = (0..40).map(|i| 8 + (i * 37 % 29) * 48).collect();
         assert_eq!(churn(&mut heap, &sizes, 200), 1);
     }
 
-    /// Many distinct sizes filed in increasing order (the case that makes an unbalanced tree
-    /// a list) stay within the red-black height bound, and taking them out again, from the
-    /// middle outwards, keeps the rules (checked after every step).
     #[test]
-    fn sorted_insertions_stay_balanced() {
-        let sizes: Vec<usize> = (0..127).map(|i| TREE_MIN + i * 16).collect();
+    fn duplicates_and_small_chunks_survive_churn() {
+        assert_survives_churn::<RedBlackTree>();
+    }
+
+    /// Files chunks of `sizes` (see `tree_of`) in a red-black tree on the index `I`, whose
+    /// root `root` gives; asserts that the tree stays within the red-black height bound, then
+    /// takes the chunks out again from the middle outwards (each request of a chunk's size
+    /// getting that chunk), checking the heap after every step, until the tree is empty.
+    pub(crate) fn assert_balanced_through<I: FreeIndex>(
+        sizes: &[usize],
+        root: impl Fn(&Heap<I>) -> Option<Chunk>,
+    ) {
         let mut memory = vec![0u128; 16384];
-        let (mut heap, chunks) = tree_of(&mut memory, &sizes);
+        let (mut heap, chunks) = tree_of::<I>(&mut memory, sizes);
         let mut height = 0;
-        let mut stack = vec![(heap.index.root, 0)];
+        let mut stack = vec![(root(&heap), 0)];
         while let Some((node, depth)) = stack.pop() {
             let Some(node) = node else {
                 height = height.max(depth);
@@ -694,17 +775,30 @@ mod tests {
                 stack.push((child(node, RIGHT), depth + 1));
             }
         }
-        // 127 nodes: at most 2·log2(128) = 14 levels.
-        assert!(height <= 14, "height {height}");
+        // n nodes: at most 2·log2(n + 1) levels.
+        let bound = 2 * (sizes.len() + 1).next_power_of_two().ilog2() as usize;
+        assert!(height <= bound, "height {height}");
         let mut order: Vec<usize> = (0..chunks.len()).collect();
         order.sort_by_key(|&i| i.abs_diff(chunks.len() / 2));
         for i in order {
-            let block = chunks[i].payload();
             let got = heap.allocate(payload(sizes[i])).unwrap();
-            assert_eq!(got, block, "best fit takes the chunk of the exact size");
+            assert_eq!(
+                got,
+                chunks[i].payload(),
+                "best fit takes the chunk of the exact size"
+            );
             heap.check().unwrap();
         }
-        assert!(heap.index.root.is_none());
+        assert!(root(&heap).is_none());
+    }
+
+    /// Many distinct sizes filed in increasing order (the case that makes an unbalanced tree
+    /// a list) stay within the red-black height bound, and taking them out again keeps the
+    /// rules.
+    #[test]
+    fn sorted_insertions_stay_balanced() {
+        let sizes: Vec<usize> = (0..127).map(|i| TREE_MIN + i * 16).collect();
+        assert_balanced_through::<RedBlackTree>(&sizes, |heap| heap.index.root);
     }
 
     /// The search is an exact best fit: among free chunks of 96, 160 and 112 bytes kept apart
@@ -713,7 +807,7 @@ mod tests {
     #[test]
     fn the_search_takes_the_smallest_chunk_that_fits() {
         let mut memory = vec![0u128; 1024];
-        let (mut heap, chunks) = tree_of(&mut memory, &[96, 160, 112, 112]);
+        let (mut heap, chunks) = tree_of::<RedBlackTree>(&mut memory, &[96, 160, 112, 112]);
         let block = heap.allocate(payload(112)).unwrap();
         assert_eq!(block, chunks[3].payload());
         let block = heap.allocate(payload(112)).unwrap();
@@ -729,7 +823,7 @@ mod tests {
     #[test]
     fn a_request_too_large_fails_and_changes_nothing() {
         let mut memory = vec![0u128; 1024];
-        let (mut heap, _) = tree_of(&mut memory, &[96, 160, 112]);
+        let (mut heap, _) = tree_of::<RedBlackTree>(&mut memory, &[96, 160, 112]);
         let before = heap.stats();
         assert!(heap.allocate(payload(176)).is_err());
         assert_eq!(heap.stats(), before);
@@ -746,7 +840,7 @@ mod tests {
     /// that the checker reports a broken link at the chunk of `sizes[culprit]`.
     fn assert_reported(sizes: &[usize], corrupt: impl FnOnce(&[Chunk]), culprit: usize) {
         let mut memory = vec![0u128; 1024];
-        let (heap, chunks) = tree_of(&mut memory, sizes);
+        let (heap, chunks) = tree_of::<RedBlackTree>(&mut memory, sizes);
         corrupt(&chunks);
         let fault = heap.check().unwrap_err();
         assert_eq!(fault.kind, CorruptionKind::BadLink);

@@ -171,7 +171,7 @@ impl SplayTree {
         // SAFETY: filed chunks are free chunks with the link words of their size; a chunk
         // whose `prev` is null is the head of `smallest` or a tree node (module invariants).
         unsafe {
-            if unlink_listed(&mut self.smallest, chunk, size) {
+            if unlink_listed::<Plain>(&mut self.smallest, chunk, size) {
                 return;
             }
             let next = get(chunk, NEXT);

@@ -34,13 +34,25 @@ const _: () = assert!(
     "one granule above MIN_CHUNK holds two links"
 );
 
-/// How a tree reads a node's child links.
+/// How a tree reads its link words: a node's child links, and a chunk's `prev` word (a tree
+/// may keep bits of its own in a link word).
 pub(crate) trait Children {
     /// The child of `node` on `side` ([`list::LEFT`] or [`RIGHT`]).
     ///
     /// # Safety
     /// `node` is a tree node: a free chunk of at least [`TREE_MIN`] bytes.
     unsafe fn child(node: Chunk, side: usize) -> Option<Chunk>;
+
+    /// The chunk before `chunk` in its list: `None` for a tree node and for the head of the
+    /// list of the smallest chunks, else the node or duplicate before it.
+    ///
+    /// # Safety
+    /// `chunk` is a free chunk.
+    #[inline(always)]
+    unsafe fn list_prev(chunk: Chunk) -> Option<Chunk> {
+        // SAFETY: forwarded from the caller; every free chunk has a `prev` word.
+        unsafe { get(chunk, PREV) }
+    }
 }
 
 /// Child links that are plain link words (the splay tree's).
@@ -97,6 +109,26 @@ impl<C: Children> Walk<C> {
             }
         }
         Err(())
+    }
+
+    /// The smallest filed chunk of at least `size` bytes, with its size: a duplicate if its
+    /// size has any, else its node (exact best fit by a plain descent, for a tree that does not
+    /// restructure itself on a search).
+    ///
+    /// # Safety
+    /// The tree is consistent.
+    #[inline(always)]
+    pub(crate) unsafe fn best_fit(&self, size: usize) -> Option<(Chunk, usize)> {
+        if size < TREE_MIN {
+            if let Some(found) = self.smallest_entry() {
+                return Some(found);
+            }
+        }
+        // SAFETY: the tree is consistent (the caller's promise): the descent ends.
+        unsafe {
+            let node = self.ceiling(size, usize::MAX).ok()??;
+            Some((get(node, NEXT).unwrap_or(node), node.size()))
+        }
     }
 
     /// Calls `f` with every filed chunk of at least `min_size` bytes and its size, by
@@ -164,7 +196,7 @@ impl<C: Children> Walk<C> {
         // SAFETY: a free chunk's first two link words are inside it; a non-null link is read
         // only as far as the first words of the chunk it names (the checker's stated limit).
         unsafe {
-            let (next, prev) = (get(chunk, NEXT), get(chunk, PREV));
+            let (next, prev) = (get(chunk, NEXT), C::list_prev(chunk));
             match prev {
                 None if size < TREE_MIN && self.smallest != Some(chunk) => return bad_link,
                 Some(prev) if get(prev, NEXT) != Some(chunk) || prev.size() != size => {
@@ -173,7 +205,7 @@ impl<C: Children> Walk<C> {
                 _ => {}
             }
             if let Some(next) = next {
-                if get(next, PREV) != Some(chunk) || next.size() != size {
+                if C::list_prev(next) != Some(chunk) || next.size() != size {
                     return bad_link;
                 }
             }
@@ -318,22 +350,22 @@ pub(crate) unsafe fn push_duplicate(node: Chunk, chunk: Chunk) {
 /// node's duplicates), in O(1); `false` when it is a tree node, which the tree takes out.
 ///
 /// # Safety
-/// `chunk` is filed in a consistent size tree whose list of the smallest chunks is
-/// `smallest`, of `size` bytes by its header.
+/// `chunk` is filed in a consistent size tree, read through `C`, whose list of the smallest
+/// chunks is `smallest`, of `size` bytes by its header.
 #[inline(always)]
-pub(crate) unsafe fn unlink_listed(
+pub(crate) unsafe fn unlink_listed<C: Children>(
     smallest: &mut Option<Chunk>,
     chunk: Chunk,
     size: usize,
 ) -> bool {
     // SAFETY: filed chunks are free chunks with the link words of their size; of the tree's
-    // sizes, a chunk with a non-null `prev` is a duplicate (module invariants).
+    // sizes, a chunk with a list predecessor is a duplicate (module invariants).
     unsafe {
         if size < TREE_MIN {
             list::remove(smallest, chunk);
             return true;
         }
-        let Some(prev) = get(chunk, PREV) else {
+        let Some(prev) = C::list_prev(chunk) else {
             return false;
         };
         let next = get(chunk, NEXT);

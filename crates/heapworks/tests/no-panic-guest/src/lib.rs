@@ -12,7 +12,8 @@ use core::fmt::Write;
 use core::ptr::{self, NonNull};
 
 use heapworks::{
-    Bins, FreeIndex, FrontHeap, Heap, Hybrid, RedBlackTree, SegregatedLists, SplayTree, UnsyncHeap,
+    Bins, FreeIndex, FrontHeap, Heap, Hybrid, MirroredRedBlackTree, ParentRedBlackTree,
+    RedBlackTree, SegregatedLists, SplayTree, UnsyncHeap,
 };
 
 const ARENA_LEN: usize = 1 << 20;
@@ -92,9 +93,11 @@ static SPLAY: Raw<SplayTree> = Raw::new();
 static HYBRID: Raw<Hybrid> = Raw::new();
 static SEGREGATED: Raw<SegregatedLists> = Raw::new();
 static RED_BLACK: Raw<RedBlackTree> = Raw::new();
+static MIRRORED: Raw<MirroredRedBlackTree> = Raw::new();
+static PARENT: Raw<ParentRedBlackTree> = Raw::new();
 
-/// Allocates (`ptr` null), frees (`new` zero) or reallocates on the heap `which` (0..=4 a raw
-/// heap over an index, 5 the front through `GlobalAlloc`, 6 the front's size-less `free`
+/// Allocates (`ptr` null), frees (`new` zero) or reallocates on the heap `which` (0..=6 a raw
+/// heap over an index, 7 the front through `GlobalAlloc`, 8 the front's size-less `free`
 /// and a trim (returning the block's usable size as a pointer-sized number),
 /// any other the global allocator).
 ///
@@ -116,8 +119,10 @@ pub unsafe extern "C" fn exercise(
             2 => HYBRID.exercise(ptr, size, align, new),
             3 => SEGREGATED.exercise(ptr, size, align, new),
             4 => RED_BLACK.exercise(ptr, size, align, new),
-            5 => through_global_alloc(&FRONT, ptr, size, align, new),
-            6 => match NonNull::new(ptr) {
+            5 => MIRRORED.exercise(ptr, size, align, new),
+            6 => PARENT.exercise(ptr, size, align, new),
+            7 => through_global_alloc(&FRONT, ptr, size, align, new),
+            8 => match NonNull::new(ptr) {
                 Some(block) => {
                     let usable = FrontHeap::usable_size(block);
                     let front = FRONT.heap();
