@@ -11,34 +11,46 @@
 //! blocks over as many slabs: 1.61× dlmalloc's gas against 1.23× with 16 B (`heapworks gas
 //! --quick`), for 0.4 % more on the FT stress. Larger or over-aligned requests go to the heap.
 //!
+//! **One list of free slots per class**, through all the class's slabs, last in first out:
+//! allocate pops its head, free pushes onto it. Neither touches a slab header, and neither
+//! writes the slot's tag in release builds, so the fast paths read and write one list head
+//! and one link word. On Gear, where every page a message touches costs far more than the
+//! instructions, that matters twice: the state is one small array, and a slot handed out again
+//! is only read by the allocator (its link), so the program that fills it pays for dirtying
+//! its page, not the allocator. Last in, first out keeps a program's short-lived blocks in the
+//! same few slots from one message to the next.
+//!
 //! **Slots are tagged, not headerless.** Each slot has a one-word tag in front, like a heap
-//! block's header, with [`crate::EMBEDDER_TAG`] set (a bit the heap never sets in a header)
-//! and the slot's offset in its slab (see `front/slab.rs`). Truly headerless slots would need
-//! a side table to tell a slot from a heap block by its address, since the core manages
-//! arbitrary regions it is handed and cannot align slabs to a power of two without wasting up
-//! to a slab per slab. The tag keeps the crate's promise of one word of overhead per block,
-//! makes `free(ptr)` without a size O(1) (one load decides slot or heap block; the offset
-//! leads to the slab), and carries a live bit, so checked builds catch a double free of a slot.
+//! block's header, with [`crate::EMBEDDER_TAG`] set (a bit the heap never sets in a header),
+//! the slot's class and its offset in its slab (see `front/slab.rs`), written once when the
+//! slab is carved. Truly headerless slots would need a side table to tell a slot from a heap
+//! block by its address, since the core manages arbitrary regions it is handed and cannot
+//! align slabs to a power of two without wasting up to a slab per slab. The tag keeps the
+//! crate's promise of one word of overhead per block, makes `free(ptr)` without a size and
+//! `usable_size` O(1) (one load decides slot or heap block and names the class), and leads a
+//! checker to the slab; checked builds also keep a live bit in it, so they catch a double
+//! free of a slot.
 //!
 //! **Slabs** are ordinary heap blocks of about 1 KiB (at least four slots), carved when a
-//! class has no free slot and given back to the heap, which coalesces them, when their last
-//! slot is freed, with one exception for hysteresis: a slab that empties while it is the only
-//! slab of its class with a free slot is kept. So a class oscillating around one slot, or
-//! around a slab boundary, does not carve and release a slab on every call; at most one empty
-//! slab per class is kept, and [`FrontHeap::trim`] gives those back too. When no slab can be
-//! carved, a small request is served by the heap directly, so a request the heap's largest
-//! free block can hold never fails, and a failed request changes nothing.
+//! class has no free slot. A class's slabs go back to the heap, which coalesces them, when its
+//! last live slot is freed, except a class's only slab (hysteresis: a class oscillating around
+//! one live slot does not carve and release a slab on every call; at most one slab per empty
+//! class is kept). [`FrontHeap::trim`] gives back every slab whose slots are all free (it
+//! counts them in a walk of the free lists). When no slab can be carved, a small request is
+//! served by the heap directly, so a request the heap's largest free block can hold never
+//! fails, and a failed request changes nothing.
 //!
-//! **Costs.** Allocate: class, list head, pop, live count, tag bit, and an unlink when the
-//! slab fills. Free: tag load, slab address, push, live count, tag bit, and a relink when the
-//! slab was full or a release when it empties. Realloc stays in place while the new size fits
-//! the slot, and otherwise moves to another class or to a heap block.
+//! **Costs.** Allocate: class, list head, one link read, live count. Free: tag load, push,
+//! live count, and, when the class empties, a look at its slab list. Realloc stays in place
+//! while the new size fits the slot, and otherwise moves to another class or to a heap block.
 //!
 //! Invariants (beyond those of `front/slab.rs` and [`Heap`], verified by
 //! [`FrontHeap::check`]):
-//! - `partial[c]` heads the list of slabs of class `c` with a free slot; every such slab is in
-//!   it, and only such slabs.
-//! - `slabs` is the number of slabs (live heap blocks sealed as slabs).
+//! - `slabs[c]` heads the list of every slab of class `c`, and only those.
+//! - `free[c]` heads the list of free slots of class `c`: exactly the slots of its slabs that
+//!   are not handed out, each once.
+//! - `live[c]` is the number of slots of class `c` handed out; a class with none holds at
+//!   most one slab.
 //! - Statistics are the heap's: a slab counts as in use, whole, while it is held.
 
 mod check;
@@ -59,15 +71,16 @@ use slab::{Slab, CLASSES, FIRST_SLOT, HEADER, LIVE, MAX_SMALL, TAG};
 
 /// A [`Heap`] with a small-object front: requests of up to [`FrontHeap::MAX_SMALL`] bytes at
 /// alignment up to the granule take a slot of their size class (one class per 16 B) from
-/// a slab, a heap block of about 1 KiB; a malloc is a pop from the class's list, a free a push.
+/// a slab, a heap block of about 1 KiB; a malloc is a pop from the class's list of free
+/// slots, a free a push.
 ///
 /// Slots are **tagged, not headerless**: each has a one-word tag in front (with
-/// [`crate::EMBEDDER_TAG`] set and its offset in its slab), so `free` needs no size and tells
-/// a slot from a heap block with one load, at the heap's own overhead of one word per block.
-/// A slab goes back to the heap when its last slot is freed, unless it is the only slab of
-/// its class with a free slot (hysteresis: at most one empty slab per class is kept;
-/// [`FrontHeap::trim`] returns those). Statistics are the heap's, in which a held slab counts
-/// as in use. `INTERNALS.md` has the layout and the measured costs.
+/// [`crate::EMBEDDER_TAG`] set, its class and its offset in its slab), so `free` needs no
+/// size and tells a slot from a heap block with one load, at the heap's own overhead of one
+/// word per block. A class's slabs go back to the heap when its last slot is freed, except
+/// its only slab (hysteresis: at most one slab per empty class is kept); [`FrontHeap::trim`]
+/// returns every slab whose slots are all free. Statistics are the heap's, in which a held
+/// slab counts as in use. `INTERNALS.md` has the layout and the measured costs.
 ///
 /// ```
 /// use core::alloc::Layout;
@@ -87,10 +100,12 @@ use slab::{Slab, CLASSES, FIRST_SLOT, HEADER, LIVE, MAX_SMALL, TAG};
 /// ```
 pub struct FrontHeap<I = Bins> {
     heap: Heap<I>,
-    /// Per class, the slabs with a free slot.
-    partial: [*mut Slab; CLASSES],
-    /// Slabs held.
-    slabs: usize,
+    /// Per class, the free slots (linked through their first payload word).
+    free: [*mut u8; CLASSES],
+    /// Per class, the slots handed out.
+    live: [usize; CLASSES],
+    /// Per class, its slabs (linked through their headers).
+    slabs: [*mut Slab; CLASSES],
 }
 
 // SAFETY: the slabs are blocks of the heap, which the `FrontHeap` owns as it owns the heap.
@@ -114,14 +129,13 @@ impl FrontHeap {
     /// # Safety
     /// `ptr` is a live block of some `FrontHeap`.
     pub unsafe fn usable_size(ptr: NonNull<u8>) -> usize {
-        // SAFETY: a live block has a header or a tag in front; a tag leads to its slab.
+        // SAFETY: a live block has a header or a tag in front.
         unsafe {
             let tag = slab::tag_of(ptr);
             if tag & TAG == 0 {
                 return Heap::usable_size(ptr);
             }
-            let class = slab::class_in(slab::slab_of(ptr, tag).as_ref().seal);
-            slab::stride(class) - WORD
+            slab::stride(slab::class_in(tag)) - WORD
         }
     }
 }
@@ -134,8 +148,9 @@ impl<I: FreeIndex> FrontHeap<I> {
     pub const fn empty() -> FrontHeap<I> {
         FrontHeap {
             heap: Heap::empty(),
-            partial: [null_mut(); CLASSES],
-            slabs: 0,
+            free: [null_mut(); CLASSES],
+            live: [0; CLASSES],
+            slabs: [null_mut(); CLASSES],
         }
     }
 
@@ -177,10 +192,10 @@ impl<I: FreeIndex> FrontHeap<I> {
         }
         let class = slab::class_of(layout.size());
         // SAFETY: `class_of` of a size up to `MAX_SMALL` is below `CLASSES`.
-        let head = unsafe { *self.partial.get_unchecked(class) };
+        let head = unsafe { *self.free.get_unchecked(class) };
         match NonNull::new(head) {
-            // SAFETY: a listed slab is a slab of this class with a free slot.
-            Some(slab) => Ok(unsafe { self.pop(slab, class) }),
+            // SAFETY: a listed slot is a free slot of this class.
+            Some(slot) => Ok(unsafe { self.pop(slot, class) }),
             None => self.allocate_refill(class, layout),
         }
     }
@@ -191,28 +206,26 @@ impl<I: FreeIndex> FrontHeap<I> {
         self.heap.allocate(layout)
     }
 
-    /// Takes the first free slot of `slab`, which heads the list of `class`.
+    /// Hands out `slot`, the head of the free list of `class`.
     ///
     /// # Safety
-    /// `slab` is the head of `partial[class]`.
+    /// `slot` heads `free[class]`, and `class < CLASSES`.
     #[inline(always)]
-    unsafe fn pop(&mut self, slab: NonNull<Slab>, class: usize) -> NonNull<u8> {
-        // SAFETY: a listed slab has a free slot, whose first word links the next one.
+    unsafe fn pop(&mut self, slot: NonNull<u8>, class: usize) -> NonNull<u8> {
+        // SAFETY: a free slot keeps the next one's address in its first word; `class` is a
+        // class (the caller's promise).
         unsafe {
-            let header = slab.as_ptr();
-            let slot = NonNull::new_unchecked((*header).free);
-            (*header).free = slab::next_free(slot);
-            (*header).live += 1;
-            slab::set_tag(slot, slab::tag_of(slot) | LIVE);
-            if (*header).free.is_null() {
-                self.pop_head(slab, class);
+            *self.free.get_unchecked_mut(class) = slab::next_free(slot);
+            *self.live.get_unchecked_mut(class) += 1;
+            if CHECKED {
+                slab::set_tag(slot, slab::tag_of(slot) | LIVE);
             }
-            slot
         }
+        slot
     }
 
-    /// Carves a new slab for `class` and takes its first slot; when the heap has no room for a
-    /// slab, serves `layout` from the heap directly.
+    /// Carves a new slab for `class`, whose free list is empty, and hands out its first slot;
+    /// when the heap has no room for a slab, serves `layout` from the heap directly.
     #[inline(never)]
     fn allocate_refill(&mut self, class: usize, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         let bytes = slab::slab_bytes(class);
@@ -222,75 +235,17 @@ impl<I: FreeIndex> FrontHeap<I> {
             return self.heap.allocate(layout);
         };
         // SAFETY: `block` is a fresh heap block of at least `bytes` bytes, owned by the front;
-        // once carved and linked it heads the list of `class`.
+        // carved, it heads the slab list of `class` and its slots the (empty) free list.
         unsafe {
-            let slab = slab::carve(block, Heap::usable_size(block), class);
-            self.slabs += 1;
-            self.push(slab, class);
-            Ok(self.pop(slab, class))
+            let slabs = self.slabs.get_unchecked_mut(class);
+            let (slab, first) =
+                slab::carve(block, Heap::usable_size(block), class, *slabs, null_mut());
+            *slabs = slab.as_ptr();
+            Ok(self.pop(first, class))
         }
     }
 
-    /// Links `slab` at the head of the list of `class`.
-    ///
-    /// # Safety
-    /// `slab` is a slab of `class` in no list.
-    #[inline(always)]
-    unsafe fn push(&mut self, slab: NonNull<Slab>, class: usize) {
-        let Some(head) = self.partial.get_mut(class) else {
-            return;
-        };
-        // SAFETY: `slab` and the old head are slabs of this front.
-        unsafe {
-            let header = slab.as_ptr();
-            (*header).prev = null_mut();
-            (*header).next = *head;
-            if let Some(old) = NonNull::new(*head) {
-                (*old.as_ptr()).prev = slab.as_ptr();
-            }
-        }
-        *head = slab.as_ptr();
-    }
-
-    /// Takes `slab`, the head of the list of `class`, out of it.
-    ///
-    /// # Safety
-    /// `slab` heads the list of `class`.
-    #[inline(always)]
-    unsafe fn pop_head(&mut self, slab: NonNull<Slab>, class: usize) {
-        // SAFETY: the head and the slab after it are slabs of this front.
-        unsafe {
-            let next = (*slab.as_ptr()).next;
-            *self.partial.get_unchecked_mut(class) = next;
-            if let Some(next) = NonNull::new(next) {
-                (*next.as_ptr()).prev = null_mut();
-            }
-        }
-    }
-
-    /// Takes `slab` out of the list of `class`.
-    ///
-    /// # Safety
-    /// `slab` is in the list of `class`.
-    unsafe fn unlink(&mut self, slab: NonNull<Slab>, class: usize) {
-        // SAFETY: listed slabs and their neighbours are slabs of this front.
-        unsafe {
-            let header = slab.as_ptr();
-            match NonNull::new((*header).prev) {
-                Some(prev) => (*prev.as_ptr()).next = (*header).next,
-                None => {
-                    if let Some(head) = self.partial.get_mut(class) {
-                        *head = (*header).next;
-                    }
-                }
-            }
-            if let Some(next) = NonNull::new((*header).next) {
-                (*next.as_ptr()).prev = (*header).prev;
-            }
-        }
-    }
-
-    /// Frees a block given only its address, as C's `free` does.
+/// Frees a block given only its address, as C's `free` does.
     ///
     /// # Safety
     /// `ptr` was returned by this front and is not used after this call. Checked builds detect
@@ -362,56 +317,128 @@ impl<I: FreeIndex> FrontHeap<I> {
         unsafe { self.heap.free(ptr) }
     }
 
-    /// Puts the live slot at `ptr` back on its slab's list.
+    /// Pushes the live slot at `ptr` onto its class's free list.
     ///
     /// # Safety
     /// `ptr` is a live slot of this front and `tag` its tag.
     #[inline(always)]
     unsafe fn release_slot(&mut self, ptr: NonNull<u8>, tag: usize) {
-        // SAFETY: the tag leads to the slot's slab, a live block of the heap.
+        let class = slab::class_in(tag);
+        // SAFETY: a tag's class is below `CLASSES` (the slab format's invariant); the slot's
+        // first word is free to hold the link.
         unsafe {
-            slab::set_tag(ptr, tag & !LIVE);
-            let slab = slab::slab_of(ptr, tag);
-            let header = slab.as_ptr();
-            let was_full = (*header).free.is_null();
-            slab::set_next_free(ptr, (*header).free);
-            (*header).free = ptr.as_ptr();
-            (*header).live -= 1;
-            if was_full {
-                self.push(slab, slab::class_in((*header).seal));
+            if CHECKED {
+                slab::set_tag(ptr, tag & !LIVE);
             }
-            if (*header).live == 0 && !((*header).prev.is_null() && (*header).next.is_null()) {
-                self.release_slab(slab);
+            let head = self.free.get_unchecked_mut(class);
+            slab::set_next_free(ptr, *head);
+            *head = ptr.as_ptr();
+            let live = self.live.get_unchecked_mut(class);
+            *live -= 1;
+            if *live == 0 {
+                self.class_emptied(class);
             }
         }
     }
 
-    /// Gives an empty slab back to the heap.
+    /// The last live slot of `class` was freed: its slabs go back to the heap, unless it has
+    /// only one (the hysteresis).
     ///
     /// # Safety
-    /// `slab` is an empty slab of this front, in its class's list.
+    /// `class < CLASSES` and no slot of it is live.
+    #[cold]
     #[inline(never)]
-    unsafe fn release_slab(&mut self, slab: NonNull<Slab>) {
-        // SAFETY: the slab is a listed slab and a live heap block, unused once unlinked.
+    unsafe fn class_emptied(&mut self, class: usize) {
+        // SAFETY: a class with a freed slot has a slab; listed slabs are slabs of the front.
         unsafe {
-            self.unlink(slab, slab::class_in((*slab.as_ptr()).seal));
-            self.slabs -= 1;
-            self.heap.free(slab.cast());
+            let first = *self.slabs.get_unchecked(class);
+            if !first.is_null() && !(*first).next.is_null() {
+                self.release_class(class);
+            }
         }
     }
 
-    /// Gives every empty slab back to the heap (the hysteresis keeps one per class).
+    /// Gives every slab of `class` back to the heap.
+    ///
+    /// # Safety
+    /// `class < CLASSES` and no slot of it is live.
+    unsafe fn release_class(&mut self, class: usize) {
+        // SAFETY: listed slabs are live heap blocks of the front, unused once the class's
+        // lists are emptied; each `next` is read before its slab is freed.
+        unsafe {
+            *self.free.get_unchecked_mut(class) = null_mut();
+            let mut cursor = core::mem::replace(self.slabs.get_unchecked_mut(class), null_mut());
+            while let Some(slab) = NonNull::new(cursor) {
+                cursor = (*slab.as_ptr()).next;
+                self.heap.free(slab.cast());
+            }
+        }
+    }
+
+    /// Gives back to the heap every slab whose slots are all free: every slab of a class with
+    /// no live slot, and the others by a count of each slab's free slots. O(slabs + free
+    /// slots).
     pub fn trim(&mut self) {
         for class in 0..CLASSES {
-            let mut cursor = self.partial.get(class).copied().unwrap_or(null_mut());
+            // SAFETY: `class` is a class; the lists hold slabs and free slots of the front.
+            unsafe {
+                if self.live[class] == 0 {
+                    self.release_class(class);
+                } else {
+                    self.trim_class(class);
+                }
+            }
+        }
+    }
+
+    /// [`FrontHeap::trim`] for a class with live slots.
+    ///
+    /// # Safety
+    /// `class < CLASSES`.
+    unsafe fn trim_class(&mut self, class: usize) {
+        // SAFETY: every listed slab is a slab of `class` and every listed slot a free slot of
+        // one of them (the front's invariants), so tags lead to listed slabs; the scratch words
+        // are the front's to use here.
+        unsafe {
+            let mut cursor = self.slabs[class];
             while let Some(slab) = NonNull::new(cursor) {
-                // SAFETY: listed slabs are slabs of this front; the next one is read before
-                // this one is released.
-                unsafe {
-                    cursor = (*slab.as_ptr()).next;
-                    if (*slab.as_ptr()).live == 0 {
-                        self.release_slab(slab);
+                (*slab.as_ptr()).scratch = 0;
+                cursor = (*slab.as_ptr()).next;
+            }
+            let mut cursor = self.free[class];
+            while let Some(slot) = NonNull::new(cursor) {
+                (*slab::slab_of(slot, slab::tag_of(slot)).as_ptr()).scratch += 1;
+                cursor = slab::next_free(slot);
+            }
+            let all_free = |slab: NonNull<Slab>| {
+                (*slab.as_ptr()).scratch == slab::capacity(Heap::usable_size(slab.cast()), class)
+            };
+            // Unlink the slots of the slabs about to go.
+            let mut kept: Option<NonNull<u8>> = None;
+            let mut cursor = self.free[class];
+            while let Some(slot) = NonNull::new(cursor) {
+                cursor = slab::next_free(slot);
+                if all_free(slab::slab_of(slot, slab::tag_of(slot))) {
+                    match kept {
+                        Some(before) => slab::set_next_free(before, cursor),
+                        None => self.free[class] = cursor,
                     }
+                } else {
+                    kept = Some(slot);
+                }
+            }
+            let mut kept: Option<NonNull<Slab>> = None;
+            let mut cursor = self.slabs[class];
+            while let Some(slab) = NonNull::new(cursor) {
+                cursor = (*slab.as_ptr()).next;
+                if all_free(slab) {
+                    match kept {
+                        Some(before) => (*before.as_ptr()).next = cursor,
+                        None => self.slabs[class] = cursor,
+                    }
+                    self.heap.free(slab.cast());
+                } else {
+                    kept = Some(slab);
                 }
             }
         }
@@ -513,10 +540,12 @@ impl<I: FreeIndex> FrontHeap<I> {
     }
 
     /// Checks that `ptr` is a live block of this front, without changing anything: a heap
-    /// block as [`Heap::validate`] checks it (and not a slab itself), a slot by its tag (live,
-    /// on its slab's slot grid) and its slab (a live heap block sealed as a slab). A slot freed
-    /// twice is a [`Misuse::DoubleFree`] while its slab is held; once the slab went back to the
-    /// heap, the address is [`Misuse::Foreign`].
+    /// block as [`Heap::validate`] checks it (and not a slab itself), a slot by its tag (its
+    /// class and offset, on its slab's slot grid), its slab (a live heap block sealed as a
+    /// slab of that class) and that it is not free: by the live bit checked builds keep in
+    /// the tag, or else by a walk of the class's free list. A slot freed twice is a
+    /// [`Misuse::DoubleFree`] while its slab is held; once the slab went back to the heap, the
+    /// address is [`Misuse::Foreign`].
     pub fn validate(&self, ptr: NonNull<u8>) -> Result<(), Misuse> {
         let addr = ptr.as_ptr().addr();
         let foreign = Misuse::Foreign { addr };
@@ -534,38 +563,64 @@ impl<I: FreeIndex> FrontHeap<I> {
                 None => Ok(()),
             };
         }
+        let (class, _) = self.slab_of_tagged(ptr, tag).ok_or(foreign)?;
+        let live = if CHECKED {
+            tag & LIVE != 0
+        } else {
+            !self.is_listed_free(ptr, class)
+        };
+        if live {
+            Ok(())
+        } else {
+            Err(Misuse::DoubleFree { addr })
+        }
+    }
+
+    /// The class and slab of the slot at `ptr` (a payload address inside a region), whose tag
+    /// is `tag`, if the tag is a slot's tag whose offset leads to a live heap block sealed as a
+    /// slab of the tag's class, with the slot on its grid; `None` otherwise. Reads only
+    /// validated memory.
+    fn slab_of_tagged(&self, ptr: NonNull<u8>, tag: usize) -> Option<(usize, NonNull<Slab>)> {
+        let addr = ptr.as_ptr().addr();
         let offset = slab::offset_in(tag);
+        let class = slab::class_in(tag);
         let stray = tag & (GRANULE - 1) & !(TAG | LIVE);
-        if stray != 0 || offset < FIRST_SLOT || offset > addr {
-            return Err(foreign);
+        if stray != 0 || class >= CLASSES || offset < FIRST_SLOT || offset > addr {
+            return None;
         }
         // SAFETY: the offset stays inside the region: it is at most `addr` less the region's
         // start, checked next, before anything there is read.
         let candidate = unsafe { ptr.byte_sub(offset) };
-        if self
-            .heap
-            .region_holding(candidate.as_ptr().addr())
-            .is_none()
-            || self.heap.validate(candidate).is_err()
-        {
-            return Err(foreign);
-        }
+        self.heap.region_holding(candidate.as_ptr().addr())?;
+        self.heap.validate(candidate).ok()?;
         // SAFETY: `candidate` is a live heap block.
-        let Some(class) = (unsafe { self.slab_at(candidate) }) else {
-            return Err(foreign);
-        };
+        if unsafe { self.slab_at(candidate) } != Some(class) {
+            return None;
+        }
         // SAFETY: as above.
         let usable = unsafe { Heap::usable_size(candidate) };
         let stride = slab::stride(class);
         let on_grid = (offset - FIRST_SLOT).is_multiple_of(stride)
             && offset - WORD + stride <= HEADER + slab::capacity(usable, class) * stride;
-        if !on_grid {
-            return Err(foreign);
+        on_grid.then_some((class, candidate.cast()))
+    }
+
+    /// Whether the slot at `ptr` is in the free list of `class`: a walk bounded by the slots
+    /// the heap could hold, so even a corrupt list ends.
+    fn is_listed_free(&self, ptr: NonNull<u8>, class: usize) -> bool {
+        let bound = self.heap.stats().managed / slab::stride(class);
+        let mut cursor = self.free[class];
+        for _ in 0..bound {
+            let Some(slot) = NonNull::new(cursor) else {
+                return false;
+            };
+            if slot == ptr {
+                return true;
+            }
+            // SAFETY: listed slots are free slots of the front, holding their link.
+            cursor = unsafe { slab::next_free(slot) };
         }
-        if tag & LIVE == 0 {
-            return Err(Misuse::DoubleFree { addr });
-        }
-        Ok(())
+        false
     }
 
     /// The class of the slab whose block is the live heap block at `block`, or `None` when
@@ -581,7 +636,7 @@ impl<I: FreeIndex> FrontHeap<I> {
                 return None;
             }
             let seal = (*block.cast::<Slab>().as_ptr()).seal;
-            let class = slab::class_in(seal);
+            let class = slab::class_in_seal(seal);
             (class < CLASSES && seal == slab::seal(block.cast().as_ptr(), class)).then_some(class)
         }
     }

@@ -1,5 +1,6 @@
-//! The front's unit tests: where requests go, the slab life cycle and its hysteresis, realloc
-//! across classes, out of memory, the checker's faults, and (in checked builds) misuse.
+//! The front's unit tests: where requests go, the slab life cycle and its hysteresis, trim,
+//! realloc across classes, out of memory, the checker's faults, and (in checked builds)
+//! misuse.
 
 extern crate std;
 
@@ -8,7 +9,8 @@ use core::ptr::NonNull;
 use std::vec;
 use std::vec::Vec;
 
-use super::slab::{self, Slab, CLASSES, LIVE, TAG};
+use super::check::slab_count;
+use super::slab::{self, Slab, CLASSES, TAG};
 use super::FrontHeap;
 use crate::chunk::{GRANULE, WORD};
 use crate::error::{Corruption, CorruptionKind};
@@ -109,57 +111,74 @@ fn slots_fill_a_slab_then_a_new_one_is_carved_and_everything_goes_back() {
     let capacity = slab::capacity(slab::slab_bytes(3), 3);
     let blocks: Vec<_> = (0..3 * capacity + 1).map(|_| f.alloc(50)).collect();
     assert!(blocks.iter().all(|&b| is_slot(b)));
-    assert_eq!(f.front.slabs, 4);
+    assert_eq!(slab_count(&f.front), 4);
     f.front.check().unwrap();
     for &block in blocks.iter().rev() {
         f.free(block);
     }
-    // The hysteresis keeps the last slab of the class.
-    assert_eq!(f.front.slabs, 1);
-    f.front.trim();
-    assert_eq!(f.front.slabs, 0);
+    // The class emptied with four slabs: all went back.
+    assert_eq!(slab_count(&f.front), 0);
     f.front.check().unwrap();
     assert_eq!(f.front.stats().in_use, 0);
     assert_eq!(f.front.stats().free, managed_free);
 }
 
 #[test]
-fn a_class_oscillating_at_a_slab_boundary_keeps_its_slab() {
+fn a_class_oscillating_around_one_slot_keeps_its_only_slab() {
     let mut f = fixture(64 * 1024);
-    let capacity = slab::capacity(slab::slab_bytes(0), 0);
-    let _full: Vec<_> = (0..capacity).map(|_| f.alloc(8)).collect();
-    assert_eq!(f.front.slabs, 1);
-    let in_use = f.front.stats().in_use;
     let first = f.alloc(8);
-    let after_carve = f.front.stats();
-    assert!(after_carve.in_use > in_use);
     f.free(first);
+    let kept = f.front.stats();
+    assert_eq!(slab_count(&f.front), 1);
     for _ in 0..10 {
         let again = f.alloc(8);
         assert_eq!(again, first, "the kept slab serves the next request");
         f.free(again);
-        assert_eq!(f.front.stats(), after_carve, "no slab carved or released");
+        assert_eq!(f.front.stats(), kept, "no slab carved or released");
     }
-    assert_eq!(f.front.slabs, 2);
+    f.front.trim();
+    assert_eq!(slab_count(&f.front), 0);
+    assert_eq!(f.front.stats().in_use, 0);
 }
 
 #[test]
-fn a_slab_that_empties_beside_another_goes_back_to_the_heap() {
+fn the_last_slot_freed_is_the_next_handed_out() {
     let mut f = fixture(64 * 1024);
     let capacity = slab::capacity(slab::slab_bytes(1), 1);
     let first: Vec<_> = (0..capacity).map(|_| f.alloc(20)).collect();
     let second = f.alloc(20);
     assert_ne!(slab_of(second), slab_of(first[0]));
-    // The first slab regains a free slot and joins the list beside the second.
-    f.free(first[0]);
-    assert_eq!(f.front.slabs, 2);
-    // The second empties while the first still has a free slot: released.
+    f.free(first[3]);
     f.free(second);
-    assert_eq!(f.front.slabs, 1);
-    for &block in &first[1..] {
+    assert_eq!(f.alloc(20), second);
+    assert_eq!(f.alloc(20), first[3]);
+}
+
+#[test]
+fn trim_gives_back_exactly_the_slabs_whose_slots_are_all_free() {
+    let mut f = fixture(64 * 1024);
+    let capacity = slab::capacity(slab::slab_bytes(2), 2);
+    let blocks: Vec<_> = (0..3 * capacity).map(|_| f.alloc(40)).collect();
+    assert_eq!(slab_count(&f.front), 3);
+    // Empty the middle slab and half of the last one.
+    for &block in &blocks[capacity..2 * capacity + capacity / 2] {
         f.free(block);
     }
-    assert_eq!(f.front.slabs, 1, "the class's last slab is kept");
+    assert_eq!(slab_count(&f.front), 3, "the class still has live slots");
+    f.front.trim();
+    f.front.check().unwrap();
+    assert_eq!(slab_count(&f.front), 2);
+    // The half-free slab's slots still serve, the trimmed slab's are gone.
+    let again: Vec<_> = (0..capacity / 2).map(|_| f.alloc(40)).collect();
+    assert_eq!(slab_count(&f.front), 2);
+    for &block in again.iter().chain(&blocks[..capacity]) {
+        f.free(block);
+    }
+    for &block in &blocks[2 * capacity + capacity / 2..] {
+        f.free(block);
+    }
+    assert_eq!(slab_count(&f.front), 0);
+    assert_eq!(f.front.stats().in_use, 0);
 }
 
 #[test]
@@ -242,69 +261,110 @@ fn the_checker_catches_a_corrupt_tag() {
 #[test]
 fn the_checker_catches_a_wrong_live_count() {
     let mut f = fixture(64 * 1024);
-    let a = f.alloc(40);
-    let slab = slab_of(a);
-    // SAFETY: `slab` is a slab of the fixture.
-    unsafe { (*slab.as_ptr()).live += 1 };
-    f.assert_fault(slab.as_ptr().addr(), CorruptionKind::BadSlab);
+    let _a = f.alloc(40);
+    let class = slab::class_of(40);
+    f.front.live[class] += 1;
+    let live = core::ptr::from_ref(&f.front.live[class]).addr();
+    f.assert_fault(live, CorruptionKind::BadSlab);
 }
 
 #[test]
 fn the_checker_catches_a_live_slot_in_the_free_list() {
     let mut f = fixture(64 * 1024);
     let a = f.alloc(40);
-    let slab = slab_of(a);
-    // SAFETY: `slab` is a slab of the fixture; `a` becomes its free list's head while live,
-    // and is linked to the rest of the list so the count still matches but for `a`.
+    let class = slab::class_of(40);
+    // SAFETY: `a` is a live slot; it becomes the free list's head while live.
+    unsafe { slab::set_next_free(a, f.front.free[class]) };
+    f.front.free[class] = a.as_ptr();
+    // Checked builds see the live bit; release builds a list that no longer counts up.
+    let at = if cfg!(any(debug_assertions, feature = "checked")) {
+        a.as_ptr().addr()
+    } else {
+        core::ptr::from_ref(&f.front.live[class]).addr()
+    };
+    f.assert_fault(at, CorruptionKind::BadSlab);
+}
+
+/// Checked builds also catch a live slot swapped into the free list for a free one, which
+/// keeps the counts (release builds keep no live bit to see it by).
+#[cfg(any(debug_assertions, feature = "checked"))]
+#[test]
+fn the_checker_catches_a_live_slot_swapped_into_the_free_list() {
+    let mut f = fixture(64 * 1024);
+    let a = f.alloc(40);
+    let class = slab::class_of(40);
+    // SAFETY: `a` replaces the free list's head, linked to the rest past it.
     unsafe {
-        let header = &mut *slab.as_ptr();
-        let rest = header.free;
-        slab::set_next_free(a, slab::next_free(NonNull::new(rest).unwrap()));
-        header.free = a.as_ptr();
+        let rest = NonNull::new(f.front.free[class]).unwrap();
+        slab::set_next_free(a, slab::next_free(rest));
     }
+    f.front.free[class] = a.as_ptr();
     f.assert_fault(a.as_ptr().addr(), CorruptionKind::BadSlab);
 }
 
 #[test]
 fn the_checker_catches_a_ring_in_a_free_list() {
     let mut f = fixture(64 * 1024);
-    let a = f.alloc(40);
-    let slab = slab_of(a);
-    // SAFETY: `slab` is a slab of the fixture with a free slot; it now links to itself.
-    unsafe {
-        let head = NonNull::new((*slab.as_ptr()).free).unwrap();
-        slab::set_next_free(head, head.as_ptr());
-    }
-    f.assert_fault(slab.as_ptr().addr(), CorruptionKind::BadSlab);
+    let _a = f.alloc(40);
+    let class = slab::class_of(40);
+    let head = NonNull::new(f.front.free[class]).unwrap();
+    // SAFETY: `head` is a free slot of the fixture; it now links to itself.
+    unsafe { slab::set_next_free(head, head.as_ptr()) };
+    f.assert_fault(head.as_ptr().addr(), CorruptionKind::BadSlab);
 }
 
 #[test]
-fn the_checker_catches_a_partial_slab_missing_from_its_list() {
+fn the_checker_catches_a_slot_of_another_class_in_a_free_list() {
+    let mut f = fixture(64 * 1024);
+    let _a = f.alloc(40);
+    let _b = f.alloc(8);
+    f.front.free.swap(slab::class_of(40), slab::class_of(8));
+    let wrong = f.front.free[slab::class_of(8)].addr();
+    f.assert_fault(wrong, CorruptionKind::BadSlab);
+}
+
+#[test]
+fn the_checker_catches_a_slab_missing_from_its_list() {
     let mut f = fixture(64 * 1024);
     let a = f.alloc(40);
-    let slab = slab_of(a);
-    f.front.partial[slab::class_of(40)] = core::ptr::null_mut();
-    let heads = core::ptr::from_ref(&f.front.partial).addr();
+    let class = slab::class_of(40);
+    f.front.slabs[class] = core::ptr::null_mut();
+    let heads = core::ptr::from_ref(&f.front.slabs[class]).addr();
     f.assert_fault(heads, CorruptionKind::BadSlab);
-    f.front.partial[slab::class_of(40)] = slab.as_ptr();
+    f.front.slabs[class] = slab_of(a).as_ptr();
     f.front.check().unwrap();
 }
 
 #[test]
-fn the_checker_catches_a_list_entry_of_another_class() {
+fn the_checker_catches_a_slab_in_the_list_of_another_class() {
     let mut f = fixture(64 * 1024);
     let a = f.alloc(40);
-    f.front.partial.swap(slab::class_of(40), slab::class_of(8));
+    let _b = f.alloc(8);
+    f.front.slabs.swap(slab::class_of(40), slab::class_of(8));
     f.assert_fault(slab_of(a).as_ptr().addr(), CorruptionKind::BadSlab);
 }
 
 #[test]
-fn the_checker_catches_a_wrong_slab_count() {
+fn the_checker_catches_an_empty_class_holding_two_slabs() {
     let mut f = fixture(64 * 1024);
-    let _a = f.alloc(40);
-    f.front.slabs += 1;
-    let heads = core::ptr::from_ref(&f.front.partial).addr();
-    f.assert_fault(heads, CorruptionKind::BadSlab);
+    let capacity = slab::capacity(slab::slab_bytes(2), 2);
+    let blocks: Vec<_> = (0..capacity + 1).map(|_| f.alloc(40)).collect();
+    let class = slab::class_of(40);
+    // Freed behind the front's back: the slots go onto the list, the count to zero, but the
+    // slabs stay.
+    for &block in &blocks {
+        // SAFETY: `block` is a live slot of the class; its first word holds the link.
+        unsafe {
+            if cfg!(any(debug_assertions, feature = "checked")) {
+                slab::set_tag(block, slab::tag_of(block) & !super::slab::LIVE);
+            }
+            slab::set_next_free(block, f.front.free[class]);
+        }
+        f.front.free[class] = block.as_ptr();
+    }
+    f.front.live[class] = 0;
+    let live = core::ptr::from_ref(&f.front.live[class]).addr();
+    f.assert_fault(live, CorruptionKind::BadSlab);
 }
 
 #[test]
@@ -322,7 +382,11 @@ fn every_class_fills_and_empties_cleanly() {
     for block in blocks {
         f.free(block);
     }
-    assert_eq!(f.front.slabs, CLASSES);
+    // A class that emptied with one slab keeps it; one with more gave them all back.
+    let single = (0..CLASSES)
+        .filter(|&class| slab::capacity(slab::slab_bytes(class), class) >= per_class)
+        .count();
+    assert_eq!(slab_count(&f.front), single);
     f.front.trim();
     assert_eq!(f.front.stats().in_use, 0);
 }
@@ -383,7 +447,7 @@ mod misuse {
         };
         // The slot's payload holds a word that looks like a tag with a wrong offset.
         // SAFETY: `a` is live with at least 100 bytes.
-        unsafe { a.cast::<usize>().write(slab::tag(GRANULE * 2, true)) };
+        unsafe { a.cast::<usize>().write(slab::tag(slab::class_of(100), GRANULE * 2) | 1) };
         for wrong in [inside, header, past] {
             let addr = wrong.as_ptr().addr();
             assert!(f.front.validate(wrong).is_err(), "{addr:#x} passed");
@@ -403,10 +467,11 @@ mod misuse {
     fn a_slot_of_a_released_slab_is_foreign() {
         let mut f = fixture(64 * 1024);
         let capacity = slab::capacity(slab::slab_bytes(2), 2);
-        let first: Vec<_> = (0..capacity).map(|_| f.alloc(40)).collect();
-        let lone = f.alloc(40);
-        f.free(first[0]);
-        f.free(lone);
+        let blocks: Vec<_> = (0..capacity + 1).map(|_| f.alloc(40)).collect();
+        for &block in &blocks {
+            f.free(block);
+        }
+        let lone = blocks[capacity];
         // SAFETY: misuse on purpose, caught as above.
         let message = caught(&mut f, |front| unsafe { front.free(lone) });
         assert!(message.contains("not allocated by this heap"), "{message}");
@@ -426,11 +491,10 @@ mod misuse {
     fn a_live_tag_bit_follows_the_slot() {
         let mut f = fixture(64 * 1024);
         let a = f.alloc(24);
-        assert_ne!(
-            // SAFETY: `a` is live.
-            unsafe { slab::tag_of(a) } & LIVE,
-            0
-        );
+        // SAFETY: `a` is live.
+        assert_ne!(unsafe { slab::tag_of(a) } & super::super::slab::LIVE, 0);
         f.free(a);
+        // SAFETY: `a`'s slab is held (its class's only one).
+        assert_eq!(unsafe { slab::tag_of(a) } & super::super::slab::LIVE, 0);
     }
 }
