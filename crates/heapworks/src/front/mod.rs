@@ -32,25 +32,26 @@
 //! free of a slot.
 //!
 //! **Slabs** are ordinary heap blocks of about 1 KiB (at least four slots), carved when a
-//! class has no free slot. A class's slabs go back to the heap, which coalesces them, when its
-//! last live slot is freed, except a class's only slab (hysteresis: a class oscillating around
-//! one live slot does not carve and release a slab on every call; at most one slab per empty
-//! class is kept). [`FrontHeap::trim`] gives back every slab whose slots are all free (it
-//! counts them in a walk of the free lists). When no slab can be carved, a small request is
-//! served by the heap directly, so a request the heap's largest free block can hold never
-//! fails, and a failed request changes nothing.
+//! class has no free slot. They go back to the heap, which coalesces them, when memory is
+//! needed: [`FrontHeap::trim`] counts each slab's free slots in a walk of the free lists and
+//! gives back every slab whose slots are all free, and the global allocators over a front
+//! trim before they grow the heap or fail a request. Releasing a slab the moment its last
+//! slot is freed would need a live count per slab or per class, kept on every call: two
+//! stores and a branch on each pair of calls (about 15 % of the front's gas per call on
+//! Gear) to give memory back sooner than anyone asks for it. When no slab can be carved, a
+//! small request is served by the heap directly, so a request the heap's largest free block
+//! can hold never fails, and a failed request changes nothing.
 //!
-//! **Costs.** Allocate: class, list head, one link read, live count. Free: tag load, push,
-//! live count, and, when the class empties, a look at its slab list. Realloc stays in place
-//! while the new size fits the slot, and otherwise moves to another class or to a heap block.
+//! **Costs.** Allocate: one test of size and alignment, class, list head, one link read.
+//! Free: tag load (slot or heap block, and the class), link write, list head. Realloc stays
+//! in place while the new size fits the slot, and otherwise moves (a word copy) to another
+//! class or to a heap block.
 //!
 //! Invariants (beyond those of `front/slab.rs` and [`Heap`], verified by
 //! [`FrontHeap::check`]):
 //! - `slabs[c]` heads the list of every slab of class `c`, and only those.
 //! - `free[c]` heads the list of free slots of class `c`: exactly the slots of its slabs that
 //!   are not handed out, each once.
-//! - `live[c]` is the number of slots of class `c` handed out; a class with none holds at
-//!   most one slab.
 //! - Statistics are the heap's: a slab counts as in use, whole, while it is held.
 
 mod check;
@@ -77,10 +78,9 @@ use slab::{Slab, CLASSES, FIRST_SLOT, HEADER, LIVE, MAX_SMALL, TAG};
 /// Slots are **tagged, not headerless**: each has a one-word tag in front (with
 /// [`crate::EMBEDDER_TAG`] set, its class and its offset in its slab), so `free` needs no
 /// size and tells a slot from a heap block with one load, at the heap's own overhead of one
-/// word per block. A class's slabs go back to the heap when its last slot is freed, except
-/// its only slab (hysteresis: at most one slab per empty class is kept); [`FrontHeap::trim`]
-/// returns every slab whose slots are all free. Statistics are the heap's, in which a held
-/// slab counts as in use. `INTERNALS.md` has the layout and the measured costs.
+/// word per block. [`FrontHeap::trim`] gives every slab whose slots are all free back to the
+/// heap (the global allocators do before they grow or fail). Statistics are the heap's, in
+/// which a held slab counts as in use. `INTERNALS.md` has the layout and the measured costs.
 ///
 /// ```
 /// use core::alloc::Layout;
@@ -102,8 +102,6 @@ pub struct FrontHeap<I = Bins> {
     heap: Heap<I>,
     /// Per class, the free slots (linked through their first payload word).
     free: [*mut u8; CLASSES],
-    /// Per class, the slots handed out.
-    live: [usize; CLASSES],
     /// Per class, its slabs (linked through their headers).
     slabs: [*mut Slab; CLASSES],
 }
@@ -149,7 +147,6 @@ impl<I: FreeIndex> FrontHeap<I> {
         FrontHeap {
             heap: Heap::empty(),
             free: [null_mut(); CLASSES],
-            live: [0; CLASSES],
             slabs: [null_mut(); CLASSES],
         }
     }
@@ -185,9 +182,11 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// Allocates a block for `layout`: a slot for a small one, a heap block otherwise (or when
     /// no slab can be carved). Fails with [`AllocError`] only when the heap cannot serve the
     /// request itself, and then changes nothing.
-    #[inline]
+    #[inline(always)]
     pub fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        if layout.size() > MAX_SMALL || layout.align() > GRANULE {
+        // One test for both bounds: an over-aligned request counts as larger than any slot.
+        let over_aligned = usize::from(layout.align() > GRANULE) << (MAX_SMALL.ilog2() + 1);
+        if layout.size() | over_aligned > MAX_SMALL {
             return self.allocate_from_heap(layout);
         }
         let class = slab::class_of(layout.size());
@@ -216,7 +215,6 @@ impl<I: FreeIndex> FrontHeap<I> {
         // class (the caller's promise).
         unsafe {
             *self.free.get_unchecked_mut(class) = slab::next_free(slot);
-            *self.live.get_unchecked_mut(class) += 1;
             if CHECKED {
                 slab::set_tag(slot, slab::tag_of(slot) | LIVE);
             }
@@ -245,7 +243,7 @@ impl<I: FreeIndex> FrontHeap<I> {
         }
     }
 
-/// Frees a block given only its address, as C's `free` does.
+    /// Frees a block given only its address, as C's `free` does.
     ///
     /// # Safety
     /// `ptr` was returned by this front and is not used after this call. Checked builds detect
@@ -323,89 +321,46 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// `ptr` is a live slot of this front and `tag` its tag.
     #[inline(always)]
     unsafe fn release_slot(&mut self, ptr: NonNull<u8>, tag: usize) {
-        let class = slab::class_in(tag);
         // SAFETY: a tag's class is below `CLASSES` (the slab format's invariant); the slot's
         // first word is free to hold the link.
         unsafe {
             if CHECKED {
                 slab::set_tag(ptr, tag & !LIVE);
             }
-            let head = self.free.get_unchecked_mut(class);
+            let head = self.free.get_unchecked_mut(slab::class_in(tag));
             slab::set_next_free(ptr, *head);
             *head = ptr.as_ptr();
-            let live = self.live.get_unchecked_mut(class);
-            *live -= 1;
-            if *live == 0 {
-                self.class_emptied(class);
-            }
         }
     }
 
-    /// The last live slot of `class` was freed: its slabs go back to the heap, unless it has
-    /// only one (the hysteresis).
-    ///
-    /// # Safety
-    /// `class < CLASSES` and no slot of it is live.
-    #[cold]
-    #[inline(never)]
-    unsafe fn class_emptied(&mut self, class: usize) {
-        // SAFETY: a class with a freed slot has a slab; listed slabs are slabs of the front.
-        unsafe {
-            let first = *self.slabs.get_unchecked(class);
-            if !first.is_null() && !(*first).next.is_null() {
-                self.release_class(class);
-            }
-        }
+    /// Gives back to the heap, which coalesces them, every slab whose slots are all free, found
+    /// by counting each slab's free slots in a walk of the free lists; returns how many, in
+    /// O(slabs and free slots). The global allocators over a front call it before they grow
+    /// the heap or fail a request.
+    pub fn trim(&mut self) -> usize {
+        // SAFETY: each `class` is a class; the lists hold slabs and free slots of the front.
+        (0..CLASSES)
+            .map(|class| unsafe { self.trim_class(class) })
+            .sum()
     }
 
-    /// Gives every slab of `class` back to the heap.
-    ///
-    /// # Safety
-    /// `class < CLASSES` and no slot of it is live.
-    unsafe fn release_class(&mut self, class: usize) {
-        // SAFETY: listed slabs are live heap blocks of the front, unused once the class's
-        // lists are emptied; each `next` is read before its slab is freed.
-        unsafe {
-            *self.free.get_unchecked_mut(class) = null_mut();
-            let mut cursor = core::mem::replace(self.slabs.get_unchecked_mut(class), null_mut());
-            while let Some(slab) = NonNull::new(cursor) {
-                cursor = (*slab.as_ptr()).next;
-                self.heap.free(slab.cast());
-            }
-        }
-    }
-
-    /// Gives back to the heap every slab whose slots are all free: every slab of a class with
-    /// no live slot, and the others by a count of each slab's free slots. O(slabs + free
-    /// slots).
-    pub fn trim(&mut self) {
-        for class in 0..CLASSES {
-            // SAFETY: `class` is a class; the lists hold slabs and free slots of the front.
-            unsafe {
-                if self.live[class] == 0 {
-                    self.release_class(class);
-                } else {
-                    self.trim_class(class);
-                }
-            }
-        }
-    }
-
-    /// [`FrontHeap::trim`] for a class with live slots.
+    /// [`FrontHeap::trim`] for one class.
     ///
     /// # Safety
     /// `class < CLASSES`.
-    unsafe fn trim_class(&mut self, class: usize) {
-        // SAFETY: every listed slab is a slab of `class` and every listed slot a free slot of
-        // one of them (the front's invariants), so tags lead to listed slabs; the scratch words
-        // are the front's to use here.
+    unsafe fn trim_class(&mut self, class: usize) -> usize {
+        // SAFETY: `class` is a class (the caller's promise); every listed slab is a slab of
+        // `class` and every listed slot a free slot of one of them (the front's invariants), so
+        // tags lead to listed slabs; the scratch words are the front's to use here.
         unsafe {
-            let mut cursor = self.slabs[class];
+            let mut free = *self.free.get_unchecked(class);
+            let mut slabs = *self.slabs.get_unchecked(class);
+            let mut cursor = slabs;
             while let Some(slab) = NonNull::new(cursor) {
                 (*slab.as_ptr()).scratch = 0;
                 cursor = (*slab.as_ptr()).next;
             }
-            let mut cursor = self.free[class];
+            let mut cursor = free;
             while let Some(slot) = NonNull::new(cursor) {
                 (*slab::slab_of(slot, slab::tag_of(slot)).as_ptr()).scratch += 1;
                 cursor = slab::next_free(slot);
@@ -415,32 +370,37 @@ impl<I: FreeIndex> FrontHeap<I> {
             };
             // Unlink the slots of the slabs about to go.
             let mut kept: Option<NonNull<u8>> = None;
-            let mut cursor = self.free[class];
+            let mut cursor = free;
             while let Some(slot) = NonNull::new(cursor) {
                 cursor = slab::next_free(slot);
                 if all_free(slab::slab_of(slot, slab::tag_of(slot))) {
                     match kept {
                         Some(before) => slab::set_next_free(before, cursor),
-                        None => self.free[class] = cursor,
+                        None => free = cursor,
                     }
                 } else {
                     kept = Some(slot);
                 }
             }
+            let mut released = 0;
             let mut kept: Option<NonNull<Slab>> = None;
-            let mut cursor = self.slabs[class];
+            let mut cursor = slabs;
             while let Some(slab) = NonNull::new(cursor) {
                 cursor = (*slab.as_ptr()).next;
                 if all_free(slab) {
                     match kept {
                         Some(before) => (*before.as_ptr()).next = cursor,
-                        None => self.slabs[class] = cursor,
+                        None => slabs = cursor,
                     }
                     self.heap.free(slab.cast());
+                    released += 1;
                 } else {
                     kept = Some(slab);
                 }
             }
+            *self.free.get_unchecked_mut(class) = free;
+            *self.slabs.get_unchecked_mut(class) = slabs;
+            released
         }
     }
 
@@ -484,9 +444,9 @@ impl<I: FreeIndex> FrontHeap<I> {
         unsafe {
             let tag = slab::tag_of(ptr);
             if tag & TAG == 0 {
-                return self.heap.resize_or_misuse(ptr, old, new);
+                return Ok(self.resize_heap_block(ptr, old, new));
             }
-            let fits = new.size() <= FrontHeap::usable_size(ptr)
+            let fits = new.size() <= slab::stride(slab::class_in(tag)) - WORD
                 && ptr.as_ptr().addr() & (new.align() - 1) == 0;
             if fits {
                 return Ok(Ok(ptr));
@@ -494,11 +454,27 @@ impl<I: FreeIndex> FrontHeap<I> {
             let Ok(moved) = self.allocate(new) else {
                 return Ok(Err(AllocError));
             };
-            let keep = old.size().min(new.size());
-            core::ptr::copy_nonoverlapping(ptr.as_ptr(), moved.as_ptr(), keep);
+            copy_words(ptr, moved, old.size().min(new.size()));
             self.release_slot(ptr, tag);
             Ok(Ok(moved))
         }
+    }
+
+    /// Resizes a heap block as the heap does: out of line, so the slot path needs no
+    /// registers saved (nor, on wasm32, a stack frame).
+    ///
+    /// # Safety
+    /// `ptr` is a live heap block of this front allocated with `old`.
+    #[inline(never)]
+    unsafe fn resize_heap_block(
+        &mut self,
+        ptr: NonNull<u8>,
+        old: Layout,
+        new: Layout,
+    ) -> Result<NonNull<u8>, AllocError> {
+        // SAFETY: forwarded from the caller; validated already in checked builds, so the
+        // heap finds no misuse.
+        unsafe { self.heap.resize_or_misuse(ptr, old, new) }.unwrap_or(Err(AllocError))
     }
 
     /// Grows a block to hold `new_size` bytes without moving it: a slot succeeds when the size
@@ -609,7 +585,7 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// the heap could hold, so even a corrupt list ends.
     fn is_listed_free(&self, ptr: NonNull<u8>, class: usize) -> bool {
         let bound = self.heap.stats().managed / slab::stride(class);
-        let mut cursor = self.free[class];
+        let mut cursor = self.free.get(class).copied().unwrap_or(null_mut());
         for _ in 0..bound {
             let Some(slot) = NonNull::new(cursor) else {
                 return false;
@@ -646,5 +622,52 @@ impl<I: FreeIndex> FrontHeap<I> {
         self.validate(ptr)?;
         // SAFETY: validated just above.
         layout_fits(ptr, layout, unsafe { FrontHeap::usable_size(ptr) })
+    }
+}
+
+/// Copies `bytes` from `src` to `dst`, rounded up to whole words: 16 bytes a step, the last
+/// step overlapping the one before (so the tail needs no loop of its own), and short blocks in
+/// two overlapping 8-byte steps. A slot moves in a few loads and stores, where `memcpy` on
+/// wasm32 without bulk memory copies short blocks a byte at a time; and the loop tests at its
+/// bottom, since Gear meters every straight-line block (about 20 k gas each, a test at the top
+/// of a loop makes two blocks per step).
+///
+/// # Safety
+/// `src` and `dst` are distinct live blocks (slots or heap blocks: `GRANULE`-aligned, with
+/// usable sizes of whole words) of at least `bytes` usable bytes each.
+#[inline(always)]
+unsafe fn copy_words(src: NonNull<u8>, dst: NonNull<u8>, bytes: usize) {
+    /// Copies the `N` bytes at `offset`, which may be unaligned.
+    ///
+    /// # Safety
+    /// Both blocks hold `offset + N` bytes.
+    #[inline(always)]
+    unsafe fn step<T: Copy>(src: NonNull<u8>, dst: NonNull<u8>, offset: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            let value = src.byte_add(offset).cast::<T>().read_unaligned();
+            dst.byte_add(offset).cast::<T>().write_unaligned(value);
+        }
+    }
+    let end = bytes.div_ceil(WORD) * WORD;
+    // SAFETY: both blocks hold `end` bytes (their usable sizes are whole words of at least
+    // `bytes`); every step lies below `end`.
+    unsafe {
+        if end >= 16 {
+            let mut offset = 0;
+            loop {
+                step::<[u64; 2]>(src, dst, offset);
+                offset += 16;
+                if offset + 16 > end {
+                    break;
+                }
+            }
+            step::<[u64; 2]>(src, dst, end - 16);
+        } else if end >= 8 {
+            step::<u64>(src, dst, 0);
+            step::<u64>(src, dst, end - 8);
+        } else if end > 0 {
+            step::<usize>(src, dst, 0);
+        }
     }
 }

@@ -177,23 +177,32 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
         }
     }
 
-    /// The slow path of a request the heap could not serve: up to [`GROWTH_ROUNDS`] growths,
-    /// each followed by another `attempt` (`Break` ends with its outcome, `Continue` means out
-    /// of memory still). The fast paths call the heap directly, whose results are one word,
+    /// The slow path of a request the heap could not serve: an `attempt` after reclaiming
+    /// what the engine holds in reserve (a front's free slabs), if anything, then up to
+    /// [`GROWTH_ROUNDS`] growths, each followed by another `attempt` (`Break` ends with its
+    /// outcome, `Continue` means out of memory still). The fast paths call the heap directly, whose results are one word,
     /// so they need no stack frame in linear memory: on wasm32 a frame there is a store to a
     /// page that Gear charges per message.
     ///
     /// # Safety
     /// Exclusive access to the heap and the source (the promise of `with_source`).
     #[cold]
+    #[inline(never)]
     unsafe fn grow_and_retry<T>(
         &self,
         layout: Layout,
         mut attempt: impl FnMut(&mut H) -> ControlFlow<Option<T>>,
     ) -> Option<T> {
-        let mut rounds = GROWTH_ROUNDS;
         // SAFETY: exclusive access, from the caller; each borrow of the heap ends before the
         // next growth.
+        if unsafe { self.heap() }.reclaim() {
+            // SAFETY: as above.
+            if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
+                return outcome;
+            }
+        }
+        let mut rounds = GROWTH_ROUNDS;
+        // SAFETY: as above.
         while rounds > 0 && unsafe { self.take_more(layout) } {
             rounds -= 1;
             // SAFETY: as above.
@@ -252,23 +261,24 @@ unsafe impl<S: MemorySource, H: Engine> GlobalAlloc for SourcedHeap<S, H> {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let Some(ptr) = NonNull::new(ptr) else {
-            return;
+        // SAFETY: `GlobalAlloc::dealloc` is given a block this allocator handed out, never
+        // null; single-threaded, and the caller passes the block's layout.
+        let outcome = unsafe {
+            let ptr = NonNull::new_unchecked(ptr);
+            self.heap().deallocate_or_misuse(ptr, layout)
         };
-        // SAFETY: single-threaded, and the caller passes a live block with its layout.
-        if let Err(misuse) = unsafe { self.heap().deallocate_or_misuse(ptr, layout) } {
+        if let Err(misuse) = outcome {
             global::abort_on(&misuse);
         }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let Some(ptr) = NonNull::new(ptr) else {
-            return null_mut();
-        };
-        let Ok(new) = Layout::from_size_align(new_size, layout.align()) else {
-            return null_mut();
-        };
+        // SAFETY: `GlobalAlloc::realloc` is given a block this allocator handed out, never null.
+        let ptr = unsafe { NonNull::new_unchecked(ptr) };
+        // SAFETY: `GlobalAlloc::realloc` promises that `new_size` rounded up to the alignment
+        // does not overflow `isize`, which is all a `Layout` asks of it.
+        let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
         // SAFETY: single-threaded; the caller passes a live block with its layout.
         let outcome = unsafe { self.heap().resize_or_misuse(ptr, layout, new) };
         match outcome {
