@@ -76,6 +76,10 @@ pub struct SourcedHeap<S, H = Heap> {
     source: UnsafeCell<S>,
     /// The region claimed last, `(base, size)`.
     last: Cell<Option<(NonNull<u8>, usize)>>,
+    /// Bytes obtained from the source in all.
+    obtained: Cell<usize>,
+    /// `obtained` when the engine last reclaimed its reserve before a growth.
+    reclaimed_at: Cell<usize>,
 }
 
 // SAFETY: `with_source` makes the program promise that no two threads use the heap at once.
@@ -92,6 +96,8 @@ impl<S: MemorySource> SourcedHeap<S> {
             heap: UnsafeCell::new(Heap::new()),
             source: UnsafeCell::new(source),
             last: Cell::new(None),
+            obtained: Cell::new(0),
+            reclaimed_at: Cell::new(0),
         }
     }
 }
@@ -106,6 +112,8 @@ impl<S: MemorySource> SourcedHeap<S, FrontHeap> {
             heap: UnsafeCell::new(FrontHeap::new()),
             source: UnsafeCell::new(source),
             last: Cell::new(None),
+            obtained: Cell::new(0),
+            reclaimed_at: Cell::new(0),
         }
     }
 }
@@ -150,6 +158,7 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
         let Some((base, size)) = unsafe { self.source() }.grow(wanted) else {
             return false;
         };
+        self.obtained.set(self.obtained.get().saturating_add(size));
         // SAFETY: exclusive access, from the caller.
         let heap = unsafe { self.heap() };
         match self.last.get() {
@@ -178,9 +187,10 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
     }
 
     /// The slow path of a request the heap could not serve: an `attempt` after reclaiming
-    /// what the engine holds in reserve (a front's free slabs), if anything, then up to
-    /// [`GROWTH_ROUNDS`] growths, each followed by another `attempt` (`Break` ends with its
-    /// outcome, `Continue` means out of memory still). The fast paths call the heap directly, whose results are one word,
+    /// what the engine holds in reserve (a front's free slabs) when the heap has doubled since
+    /// the last time, then up to [`GROWTH_ROUNDS`] growths, each followed by another `attempt`
+    /// (`Break` ends with its outcome, `Continue` means out of memory still), and when the
+    /// source refuses, a last `attempt` after reclaiming. The fast paths call the heap directly, whose results are one word,
     /// so they need no stack frame in linear memory: on wasm32 a frame there is a store to a
     /// page that Gear charges per message.
     ///
@@ -195,7 +205,7 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
     ) -> Option<T> {
         // SAFETY: exclusive access, from the caller; each borrow of the heap ends before the
         // next growth.
-        if unsafe { self.heap() }.reclaim() {
+        if self.reclaim_due() && unsafe { self.heap() }.reclaim() {
             // SAFETY: as above.
             if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
                 return outcome;
@@ -210,7 +220,28 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
                 return outcome;
             }
         }
+        // The source refused: what the engine holds in reserve is the last resort.
+        // SAFETY: as above.
+        if unsafe { self.heap() }.reclaim() {
+            // SAFETY: as above.
+            if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
+                return outcome;
+            }
+        }
         None
+    }
+
+    /// Whether the heap has doubled since the engine last reclaimed its reserve (and so it is
+    /// reclaimed now, before growing): a reclaim walks what the engine holds (a front's slabs
+    /// and free slots), so reclaiming at every growth would cost the square of the heap's
+    /// size, and reclaiming at doublings costs a constant per byte grown.
+    fn reclaim_due(&self) -> bool {
+        let obtained = self.obtained.get();
+        let due = obtained - self.reclaimed_at.get() >= self.reclaimed_at.get();
+        if due {
+            self.reclaimed_at.set(obtained);
+        }
+        due
     }
 }
 
