@@ -126,3 +126,18 @@ fn the_heapworks_guests_hold_no_panic_or_formatting_code() {
     }
     assert!(faults.is_empty(), "panic paths:\n{}", faults.join("\n"));
 }
+
+/// A `static` heapworks allocator starts all zeros, so it lands in `.bss`: the guests, whose
+/// only static is their allocator, carry no initialised data.
+#[test]
+fn the_heapworks_guests_allocator_state_is_all_zeros() {
+    for (guest, _, module) in heapworks_modules() {
+        let data: usize = module
+            .data_section
+            .iter()
+            .flatten()
+            .map(|segment| segment.data.len())
+            .sum();
+        assert_eq!(data, 0, "{guest} has {data} B of initialised data");
+    }
+}

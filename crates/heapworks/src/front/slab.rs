@@ -109,7 +109,12 @@ pub(crate) const fn slab_bytes(class: usize) -> usize {
 /// The slots a slab whose block has `usable` payload bytes holds.
 #[inline]
 pub(crate) const fn capacity(usable: usize, class: usize) -> usize {
-    usable.saturating_sub(HEADER) / stride(class)
+    // A checked division: the divisor is never zero, but saying so costs the compiler a proof
+    // it cannot make, and the check has no panic path.
+    match usable.saturating_sub(HEADER).checked_div(stride(class)) {
+        Some(slots) => slots,
+        None => 0,
+    }
 }
 
 /// The word that marks the block at `slab` a slab of `class`.

@@ -479,3 +479,14 @@ mod misuse {
         assert_eq!(unsafe { slab::tag_of(a) } & super::super::slab::LIVE, 0);
     }
 }
+
+/// Feature `small-state` keeps a front's whole state (the heap's bins and the front's class
+/// lists) within 512 B on 32-bit targets (452 B for i686 and wasm32). That a `static` heap's
+/// state lands in `.bss` (starts all zeros) is checked on the wasm32 guests
+/// (`heapworks-gas/tests/guest_module.rs`).
+#[cfg(all(feature = "small-state", target_pointer_width = "32"))]
+#[test]
+fn a_small_state_front_fits_in_512_bytes() {
+    let size = core::mem::size_of::<FrontHeap>();
+    assert!(size <= 512, "{size} B");
+}
