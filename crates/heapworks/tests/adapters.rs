@@ -219,6 +219,38 @@ fn unsync_front_serves_small_blocks_from_slots_and_claims_at_the_first_request()
     }
 }
 
+#[test]
+fn a_full_unsync_front_gives_its_free_slabs_back_before_it_fails() {
+    let mut arena = Arena::new(64 * 1024);
+    // SAFETY: one thread; the arena outlives the heap and nothing else uses it.
+    let heap = unsafe { UnsyncHeap::front_with_region(arena.base(), arena.len()) };
+    let small = Layout::from_size_align(40, 8).unwrap();
+    // SAFETY: non-zero sizes; each block is freed once with its layout; no allocation is in
+    // progress when the heap is looked at.
+    unsafe {
+        // Fill the arena with slots, then free them all: the slabs stay with the front.
+        let mut blocks = Vec::new();
+        loop {
+            let block = heap.alloc(small);
+            if block.is_null() {
+                break;
+            }
+            blocks.push(block);
+        }
+        for &block in &blocks {
+            heap.dealloc(block, small);
+        }
+        assert!(heap.heap().stats().largest_free < 16 * 1024);
+        // A large request finds the slabs given back and coalesced (and, where a slab was, a
+        // block that checked builds do not take for a slab).
+        let large = Layout::from_size_align(32 * 1024, 8).unwrap();
+        let block = heap.alloc(large);
+        assert!(!block.is_null(), "the free slabs were not reclaimed");
+        heap.dealloc(block, large);
+        heap.heap().check().unwrap();
+    }
+}
+
 #[cfg(feature = "allocator-api2")]
 #[test]
 fn allocator_misuse_is_reported_after_the_lock_is_released() {

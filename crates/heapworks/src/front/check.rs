@@ -8,9 +8,10 @@
 //!    it).
 //! 2. Each class's slab list: every entry a slab of its class (bounded by the slabs the heap
 //!    walk found, so a ring ends it); as many entries in all lists as slabs found.
-//! 3. Each class's free list: every entry a slot of a slab of its class, not live (in checked
-//!    builds), the walk bounded by the class's slots (so a ring or a slot listed twice is
-//!    caught); in checked builds the slots not listed are exactly those whose tags are live.
+//! 3. Each class's cache and free list: every entry a slot of a slab of its class, not live
+//!    (in checked builds), the walk bounded by the class's slots (so a ring is caught); in
+//!    checked builds the slots neither cached nor listed are exactly those whose tags are live
+//!    (so a slot cached or listed twice is caught too).
 //!
 //! O(chunks + slots) on a sound heap. It trusts nothing it reads: slab sizes come from the
 //! checked heap, list walks are bounded, and list entries are validated as live heap blocks
@@ -126,27 +127,46 @@ impl<I: FreeIndex> FrontHeap<I> {
         Ok(())
     }
 
-    /// Walks the free list of `class`, whose slabs hold the slots `tally` counted.
+    /// Checks that `slot` is a free slot of `class` (validated before anything there is read).
+    fn check_free_slot(&self, slot: NonNull<u8>, class: usize) -> Result<(), Corruption> {
+        let addr = slot.as_ptr().addr();
+        if self.heap.region_holding(addr).is_none() {
+            return bad_slab(addr);
+        }
+        // SAFETY: `slot` lies inside a region after its first chunk's header, so the word
+        // before it is readable.
+        let tag = unsafe { slab::tag_of(slot) };
+        let on_slab = self.slab_of_tagged(slot, tag).map(|(c, _)| c) == Some(class);
+        if !on_slab || tag & LIVE != 0 {
+            return bad_slab(addr);
+        }
+        Ok(())
+    }
+
+    /// Walks the cache and the free list of `class`, whose slabs hold the slots `tally`
+    /// counted.
     fn check_free_list(&self, class: usize, tally: &Tally) -> Result<(), Corruption> {
-        let mut free = 0;
+        let cached = usize::from(self.cached[class]);
+        let cache = self.cache[class].get(..cached);
+        let Some(cache) = cache.filter(|cache| cache.len() <= tally.slots) else {
+            return bad_slab(ptr::from_ref(&self.cached[class]).addr());
+        };
+        for &slot in cache {
+            let Some(slot) = NonNull::new(slot) else {
+                return bad_slab(ptr::from_ref(&self.cache[class]).addr());
+            };
+            self.check_free_slot(slot, class)?;
+        }
+        let mut free = cached;
         let mut cursor = self.free[class];
         while let Some(slot) = NonNull::new(cursor) {
-            let addr = slot.as_ptr().addr();
             free += 1;
-            if free > tally.slots || self.heap.region_holding(addr).is_none() {
-                return bad_slab(addr);
+            if free > tally.slots {
+                return bad_slab(slot.as_ptr().addr());
             }
-            // SAFETY: `slot` lies inside a region after its first chunk's header, so the word
-            // before it is readable; it is read as a free slot only once its tag leads to a
-            // slab of the class that holds it on its grid.
-            unsafe {
-                let tag = slab::tag_of(slot);
-                let on_slab = self.slab_of_tagged(slot, tag).map(|(c, _)| c) == Some(class);
-                if !on_slab || tag & LIVE != 0 {
-                    return bad_slab(addr);
-                }
-                cursor = slab::next_free(slot);
-            }
+            self.check_free_slot(slot, class)?;
+            // SAFETY: `slot` is a free slot of the class, holding its link.
+            cursor = unsafe { slab::next_free(slot) };
         }
         if CHECKED && tally.slots - free != tally.live {
             return bad_slab(ptr::from_ref(&self.free[class]).addr());

@@ -11,14 +11,18 @@
 //! blocks over as many slabs: 1.61× dlmalloc's gas against 1.23× with 16 B (`heapworks gas
 //! --quick`), for 0.4 % more on the FT stress. Larger or over-aligned requests go to the heap.
 //!
-//! **One list of free slots per class**, through all the class's slabs, last in first out:
-//! allocate pops its head, free pushes onto it. Neither touches a slab header, and neither
-//! writes the slot's tag in release builds, so the fast paths read and write one list head
-//! and one link word. On Gear, where every page a message touches costs far more than the
-//! instructions, that matters twice: the state is one small array, and a slot handed out again
-//! is only read by the allocator (its link), so the program that fills it pays for dirtying
-//! its page, not the allocator. Last in, first out keeps a program's short-lived blocks in the
-//! same few slots from one message to the next.
+//! **Free slots per class: a small cache, then a list.** A class keeps the last four slots
+//! freed in an array of the front's own state (last in, first out), and the others in a list
+//! threaded through their first payload word. Allocate takes from the cache, else pops the
+//! list; free puts into the cache, else pushes onto the list. Neither touches a slab header,
+//! and neither writes the slot's tag in release builds. On Gear, where every page a message
+//! touches costs far more than the instructions, that matters twice: the allocator's state is
+//! a few hundred bytes on one page, and a program that allocates and frees a few blocks of a
+//! class per message gets the same slots back without the allocator reading or writing their
+//! pages at all (the program that fills a block pays for its page, not the allocator).
+//! Through the list alone a slot handed out is read (its link), which costs the allocator a
+//! first read of its page, and the slots a program reuses drift, from one message to the
+//! next, to wherever the list leads.
 //!
 //! **Slots are tagged, not headerless.** Each slot has a one-word tag in front, like a heap
 //! block's header, with [`crate::EMBEDDER_TAG`] set (a bit the heap never sets in a header),
@@ -42,16 +46,18 @@
 //! small request is served by the heap directly, so a request the heap's largest free block
 //! can hold never fails, and a failed request changes nothing.
 //!
-//! **Costs.** Allocate: one test of size and alignment, class, list head, one link read.
-//! Free: tag load (slot or heap block, and the class), link write, list head. Realloc stays
+//! **Costs.** Allocate: one test of size and alignment, class, cache count and entry (or list
+//! head and one link read). Free: tag load (slot or heap block, and the class), cache count and
+//! entry (or link write and list head). Realloc stays
 //! in place while the new size fits the slot, and otherwise moves (a word copy) to another
-//! class or to a heap block.
+//! class or to a heap block; a slot that grows moves to one with room for the next doubling
+//! (while that is small), so a vector growing by doubling grows in place every other step.
 //!
 //! Invariants (beyond those of `front/slab.rs` and [`Heap`], verified by
 //! [`FrontHeap::check`]):
 //! - `slabs[c]` heads the list of every slab of class `c`, and only those.
-//! - `free[c]` heads the list of free slots of class `c`: exactly the slots of its slabs that
-//!   are not handed out, each once.
+//! - `cache[c][..cached[c]]` and the list `free[c]` hold the free slots of class `c`: exactly
+//!   the slots of its slabs that are not handed out, each once in one of the two.
 //! - Statistics are the heap's: a slab counts as in use, whole, while it is held.
 
 mod check;
@@ -100,11 +106,25 @@ use slab::{Slab, CLASSES, FIRST_SLOT, HEADER, LIVE, MAX_SMALL, TAG};
 /// ```
 pub struct FrontHeap<I = Bins> {
     heap: Heap<I>,
-    /// Per class, the free slots (linked through their first payload word).
+    /// Per class, how many free slots `cache` holds (and zeros up to `COUNTS`).
+    cached: [u8; COUNTS],
+    /// Per class, the free slots freed last, kept here rather than threaded through their
+    /// slots (last in, first out).
+    cache: [[*mut u8; CACHED]; CLASSES],
+    /// Per class, the other free slots (linked through their first payload word).
     free: [*mut u8; CLASSES],
     /// Per class, its slabs (linked through their headers).
     slabs: [*mut Slab; CLASSES],
 }
+
+/// The free slots a class keeps in the front's own state (none with feature `small-state`,
+/// which keeps the state under 512 B).
+const CACHED: usize = if cfg!(feature = "small-state") { 0 } else { 4 };
+/// Cache counts kept: one per class, up to a power of two, so that a class computed from a
+/// request too large for a slot, or from a heap block's header, indexes a count once masked
+/// (the fast paths test range and cache in one branch).
+const COUNTS: usize = CLASSES.next_power_of_two();
+const _: () = assert!(CACHED <= u8::MAX as usize);
 
 // SAFETY: the slabs are blocks of the heap, which the `FrontHeap` owns as it owns the heap.
 unsafe impl<I: FreeIndex> Send for FrontHeap<I> {}
@@ -146,6 +166,8 @@ impl<I: FreeIndex> FrontHeap<I> {
     pub const fn empty() -> FrontHeap<I> {
         FrontHeap {
             heap: Heap::empty(),
+            cached: [0; COUNTS],
+            cache: [[null_mut(); CACHED]; CLASSES],
             free: [null_mut(); CLASSES],
             slabs: [null_mut(); CLASSES],
         }
@@ -184,10 +206,41 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// request itself, and then changes nothing.
     #[inline(always)]
     pub fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        // One test for both bounds: an over-aligned request counts as larger than any slot.
+        // One test for the size, the alignment and the cache: an over-aligned request counts
+        // as larger than any slot, and the class of a larger one, masked, is a count never
+        // used (the branch leaves for `allocate_uncached` first).
         let over_aligned = usize::from(layout.align() > GRANULE) << (MAX_SMALL.ilog2() + 1);
-        if layout.size() | over_aligned > MAX_SMALL {
-            return self.allocate_from_heap(layout);
+        let key = layout.size() | over_aligned;
+        let class = slab::class_of(key) & (COUNTS - 1);
+        // SAFETY: `class < COUNTS`; below, `key <= MAX_SMALL`, so `class < CLASSES`, and the
+        // class caches `cached` free slots of its own.
+        unsafe {
+            let cached = *self.cached.get_unchecked(class);
+            // Arithmetic, not `||`: one branch (Gear meters every straight-line block).
+            if key + (usize::from(cached == 0) << (MAX_SMALL.ilog2() + 1)) > MAX_SMALL {
+                return self.allocate_uncached(layout);
+            }
+            let cached = cached - 1;
+            *self.cached.get_unchecked_mut(class) = cached;
+            let slot = *self
+                .cache
+                .get_unchecked(class)
+                .get_unchecked(usize::from(cached));
+            let slot = NonNull::new_unchecked(slot);
+            if CHECKED {
+                slab::set_tag(slot, slab::tag_of(slot) | LIVE);
+            }
+            Ok(slot)
+        }
+    }
+
+    /// [`FrontHeap::allocate`] when the class's cache is empty (a slot from its list, or a new
+    /// slab) or the request is not small (a heap block): out of line, so the cached path needs
+    /// no registers saved.
+    #[inline(never)]
+    fn allocate_uncached(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        if layout.size() > MAX_SMALL || layout.align() > GRANULE {
+            return self.heap.allocate(layout);
         }
         let class = slab::class_of(layout.size());
         // SAFETY: `class_of` of a size up to `MAX_SMALL` is below `CLASSES`.
@@ -197,12 +250,6 @@ impl<I: FreeIndex> FrontHeap<I> {
             Some(slot) => Ok(unsafe { self.pop(slot, class) }),
             None => self.allocate_refill(class, layout),
         }
-    }
-
-    /// A heap block for `layout`: out of line, so the slot path needs no registers saved.
-    #[inline(never)]
-    fn allocate_from_heap(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        self.heap.allocate(layout)
     }
 
     /// Hands out `slot`, the head of the free list of `class`.
@@ -294,42 +341,115 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// `ptr` is a live block of this front.
     #[inline(always)]
     unsafe fn release_block(&mut self, ptr: NonNull<u8>) {
-        // SAFETY: a live block has a header or a tag in front.
+        // SAFETY: a live block has a header or a tag in front. One test for both: a heap
+        // block's header, read as a tag, names a class that masked is a count never used
+        // (the branch leaves for `release_uncached` first); a slot's tag names its class.
         unsafe {
             let tag = slab::tag_of(ptr);
-            if tag & TAG == 0 {
-                self.free_heap_block(ptr);
-            } else {
-                self.release_slot(ptr, tag);
+            let class = slab::class_in(tag) & (COUNTS - 1);
+            let cached = *self.cached.get_unchecked(class);
+            // Arithmetic, not `||`: one branch (Gear meters every straight-line block).
+            let heap_block = (tag & TAG) ^ TAG;
+            #[allow(
+                clippy::absurd_extreme_comparisons,
+                reason = "no cache: feature small-state"
+            )]
+            if heap_block * (CACHED + 1) + usize::from(cached) >= CACHED {
+                self.release_uncached(ptr, tag);
+                return;
             }
+            self.cache_slot(ptr, tag, class, cached);
         }
     }
 
-    /// Frees a heap block: out of line, so the slot path needs no registers saved.
+    /// Puts the live slot at `ptr` (of tag `tag`) into the cache of `class`, which holds
+    /// `cached < CACHED` slots.
     ///
     /// # Safety
-    /// `ptr` is a live heap block of this front.
-    #[inline(never)]
-    unsafe fn free_heap_block(&mut self, ptr: NonNull<u8>) {
-        // SAFETY: forwarded from the caller.
-        unsafe { self.heap.free(ptr) }
+    /// As said, and `class` is the slot's class.
+    #[inline(always)]
+    unsafe fn cache_slot(&mut self, ptr: NonNull<u8>, tag: usize, class: usize, cached: u8) {
+        // SAFETY: a slot's class is below `CLASSES` and the cache has room at `cached`.
+        unsafe {
+            if CHECKED {
+                slab::set_tag(ptr, tag & !LIVE);
+            }
+            let entry = self.cache.get_unchecked_mut(class);
+            *entry.get_unchecked_mut(usize::from(cached)) = ptr.as_ptr();
+            *self.cached.get_unchecked_mut(class) = cached + 1;
+        }
     }
 
-    /// Pushes the live slot at `ptr` onto its class's free list.
+    /// Frees a heap block, or threads a slot whose class's cache is full onto its list: out of
+    /// line, so the cached path needs no registers saved.
+    ///
+    /// # Safety
+    /// `ptr` is a live block of this front and `tag` the word before it.
+    #[inline(never)]
+    unsafe fn release_uncached(&mut self, ptr: NonNull<u8>, tag: usize) {
+        // SAFETY: forwarded from the caller; a slot's class is below `CLASSES`.
+        unsafe {
+            if tag & TAG == 0 {
+                self.heap.free(ptr);
+                return;
+            }
+            if CHECKED {
+                slab::set_tag(ptr, tag & !LIVE);
+            }
+            self.push(ptr, slab::class_in(tag));
+        }
+    }
+
+    /// Puts the live slot at `ptr` into its class's cache, or onto its free list when the cache
+    /// is full.
     ///
     /// # Safety
     /// `ptr` is a live slot of this front and `tag` its tag.
     #[inline(always)]
     unsafe fn release_slot(&mut self, ptr: NonNull<u8>, tag: usize) {
-        // SAFETY: a tag's class is below `CLASSES` (the slab format's invariant); the slot's
-        // first word is free to hold the link.
+        let class = slab::class_in(tag);
+        // SAFETY: a tag's class is below `CLASSES` (the slab format's invariant).
         unsafe {
-            if CHECKED {
-                slab::set_tag(ptr, tag & !LIVE);
+            let cached = *self.cached.get_unchecked(class);
+            #[allow(
+                clippy::absurd_extreme_comparisons,
+                reason = "no cache: feature small-state"
+            )]
+            if usize::from(cached) < CACHED {
+                self.cache_slot(ptr, tag, class, cached);
+            } else {
+                self.release_uncached(ptr, tag);
             }
-            let head = self.free.get_unchecked_mut(slab::class_in(tag));
+        }
+    }
+
+    /// Threads the free slot `ptr` onto the free list of `class`.
+    ///
+    /// # Safety
+    /// `ptr` is a free slot of `class`, in no list nor cache, and `class < CLASSES`.
+    #[inline(always)]
+    unsafe fn push(&mut self, ptr: NonNull<u8>, class: usize) {
+        // SAFETY: forwarded from the caller; the slot's first word is free to hold the link.
+        unsafe {
+            let head = self.free.get_unchecked_mut(class);
             slab::set_next_free(ptr, *head);
             *head = ptr.as_ptr();
+        }
+    }
+
+    /// Empties the caches onto the free lists (so that every free slot is listed).
+    fn flush_caches(&mut self) {
+        for class in 0..CLASSES {
+            // SAFETY: `class` is a class; cached slots are free slots of it, in no list.
+            unsafe {
+                while *self.cached.get_unchecked(class) > 0 {
+                    let cached = self.cached.get_unchecked_mut(class);
+                    *cached -= 1;
+                    let n = usize::from(*cached);
+                    let slot = *self.cache.get_unchecked(class).get_unchecked(n);
+                    self.push(NonNull::new_unchecked(slot), class);
+                }
+            }
         }
     }
 
@@ -338,6 +458,7 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// O(slabs and free slots). The global allocators over a front call it before they grow
     /// the heap or fail a request.
     pub fn trim(&mut self) -> usize {
+        self.flush_caches();
         // SAFETY: each `class` is a class; the lists hold slabs and free slots of the front.
         (0..CLASSES)
             .map(|class| unsafe { self.trim_class(class) })
@@ -392,6 +513,8 @@ impl<I: FreeIndex> FrontHeap<I> {
                         Some(before) => (*before.as_ptr()).next = cursor,
                         None => slabs = cursor,
                     }
+                    // A block the heap hands out later at this address must not read as a slab.
+                    (*slab.as_ptr()).seal = 0;
                     self.heap.free(slab.cast());
                     released += 1;
                 } else {
@@ -407,8 +530,9 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// Resizes a block to `new_size` bytes, keeping its alignment and contents.
     ///
     /// A slot stays in place while `new_size` fits it; otherwise the block moves to a slot of
-    /// another class or to a heap block. A heap block is resized as [`Heap::realloc`] does. On
-    /// failure the old block is untouched.
+    /// another class (one with room for twice `new_size` when it grows, while that is small) or
+    /// to a heap block. A heap block is resized as [`Heap::realloc`] does. On failure the old
+    /// block is untouched.
     ///
     /// # Safety
     /// `ptr` is a live block of this front allocated with `old`.
@@ -446,12 +570,27 @@ impl<I: FreeIndex> FrontHeap<I> {
             if tag & TAG == 0 {
                 return Ok(self.resize_heap_block(ptr, old, new));
             }
-            let fits = new.size() <= slab::stride(slab::class_in(tag)) - WORD
-                && ptr.as_ptr().addr() & (new.align() - 1) == 0;
+            let usable = slab::stride(slab::class_in(tag)) - WORD;
+            let fits = new.size() <= usable && ptr.as_ptr().addr() & (new.align() - 1) == 0;
             if fits {
                 return Ok(Ok(ptr));
             }
-            let Ok(moved) = self.allocate(new) else {
+            // A slot that grows moves to a slot with room for the next doubling too, while
+            // that is small: a vector growing by doubling then grows in place every other step.
+            let doubled = new.size().saturating_mul(2);
+            let room = if new.size() > usable && doubled <= MAX_SMALL {
+                doubled
+            } else {
+                new.size()
+            };
+            // SAFETY: `room` is `new`'s size or a size up to `MAX_SMALL`, at `new`'s alignment.
+            let target = Layout::from_size_align_unchecked(room, new.align());
+            // Without room for the doubling, the size asked for (which the heap may still
+            // serve: the largest free block's promise).
+            let moved = self
+                .allocate(target)
+                .or_else(|_| self.allocate_uncached(new));
+            let Ok(moved) = moved else {
                 return Ok(Err(AllocError));
             };
             copy_words(ptr, moved, old.size().min(new.size()));
@@ -581,9 +720,18 @@ impl<I: FreeIndex> FrontHeap<I> {
         on_grid.then_some((class, candidate.cast()))
     }
 
-    /// Whether the slot at `ptr` is in the free list of `class`: a walk bounded by the slots
-    /// the heap could hold, so even a corrupt list ends.
+    /// Whether the slot at `ptr` is in the cache or the free list of `class`: a walk bounded by
+    /// the slots the heap could hold, so even a corrupt list ends.
     fn is_listed_free(&self, ptr: NonNull<u8>, class: usize) -> bool {
+        let cached = self.cached.get(class).map_or(0, |&n| usize::from(n));
+        let cache = self
+            .cache
+            .get(class)
+            .and_then(|cache| cache.get(..cached))
+            .unwrap_or(&[]);
+        if cache.contains(&ptr.as_ptr()) {
+            return true;
+        }
         let bound = self.heap.stats().managed / slab::stride(class);
         let mut cursor = self.free.get(class).copied().unwrap_or(null_mut());
         for _ in 0..bound {

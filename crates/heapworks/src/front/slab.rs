@@ -83,10 +83,13 @@ const _: () = assert!(
 );
 
 /// The class of a request of `size <= MAX_SMALL` bytes at alignment up to `GRANULE`: its slot
-/// is the heap chunk it would get, rounded to granules, but with no 32 B minimum.
+/// is the heap chunk it would get, rounded to granules, but with no 32 B minimum. Any other
+/// size gets some number.
 #[inline(always)]
 pub(crate) const fn class_of(size: usize) -> usize {
-    ((size + WORD + SPACING - 1) >> SPACING_SHIFT) - 1
+    // Wrapping, so that any size has a number (meaningless above `MAX_SMALL`) without a
+    // panic path.
+    (size.wrapping_add(WORD + SPACING - 1) >> SPACING_SHIFT).wrapping_sub(1)
 }
 
 /// Bytes of one slot of `class`, tag included.

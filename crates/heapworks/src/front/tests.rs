@@ -156,6 +156,76 @@ fn the_last_slot_freed_is_the_next_handed_out() {
     assert_eq!(f.alloc(20), first[3]);
 }
 
+/// The last `CACHED` slots freed wait in the front's state, untouched: their first word keeps
+/// what the program wrote (on Gear, the allocator neither reads nor writes their pages), and
+/// they come back last in, first out; the next ones freed go onto the list.
+#[cfg(not(feature = "small-state"))]
+#[test]
+fn freed_slots_wait_untouched_in_the_cache_then_go_onto_the_list() {
+    let mut f = fixture(64 * 1024);
+    let class = slab::class_of(24);
+    let blocks: Vec<_> = (0..super::CACHED + 2).map(|_| f.alloc(24)).collect();
+    for (k, &block) in blocks.iter().enumerate() {
+        // SAFETY: the block is live with at least a word.
+        unsafe { block.cast::<usize>().write(0x5eed_0000 + k) };
+    }
+    let list_before = f.front.free[class];
+    for &block in &blocks[..super::CACHED] {
+        f.free(block);
+    }
+    assert_eq!(usize::from(f.front.cached[class]), super::CACHED);
+    assert_eq!(
+        f.front.free[class], list_before,
+        "nothing went onto the list"
+    );
+    for (k, &block) in blocks[..super::CACHED].iter().enumerate() {
+        // SAFETY: a cached slot is free memory of the fixture; reading it is a test's peek.
+        assert_eq!(unsafe { block.cast::<usize>().read() }, 0x5eed_0000 + k);
+    }
+    f.free(blocks[super::CACHED]);
+    assert_eq!(
+        f.front.free[class],
+        blocks[super::CACHED].as_ptr(),
+        "the cache was full"
+    );
+    for &block in blocks[..super::CACHED].iter().rev() {
+        assert_eq!(f.alloc(24), block);
+    }
+    assert_eq!(f.alloc(24), blocks[super::CACHED]);
+}
+
+/// Checked builds catch a slot both cached and listed (the free slots then outnumber the
+/// slots not live; the walk stops at the first slot past the count).
+#[cfg(all(
+    any(debug_assertions, feature = "checked"),
+    not(feature = "small-state")
+))]
+#[test]
+fn the_checker_catches_a_slot_both_cached_and_listed() {
+    let mut f = fixture(64 * 1024);
+    let a = f.alloc(40);
+    f.free(a);
+    let class = slab::class_of(40);
+    assert_eq!(f.front.cached[class], 1);
+    // SAFETY: `a` is a free slot; it is threaded onto the list as well.
+    unsafe { slab::set_next_free(a, f.front.free[class]) };
+    f.front.free[class] = a.as_ptr();
+    let found = f.front.check().unwrap_err();
+    assert_eq!(found.kind, CorruptionKind::BadSlab);
+}
+
+#[cfg(not(feature = "small-state"))]
+#[test]
+fn the_checker_catches_a_cached_address_that_is_no_slot() {
+    let mut f = fixture(64 * 1024);
+    let a = f.alloc(40);
+    let b = f.alloc(300);
+    f.free(a);
+    let class = slab::class_of(40);
+    f.front.cache[class][0] = b.as_ptr();
+    f.assert_fault(b.as_ptr().addr(), CorruptionKind::BadSlab);
+}
+
 #[test]
 fn trim_gives_back_exactly_the_slabs_whose_slots_are_all_free() {
     let mut f = fixture(64 * 1024);
@@ -195,7 +265,12 @@ fn realloc_stays_in_its_slot_while_it_fits_and_moves_otherwise() {
         assert_eq!(same, ptr);
         let other = f.front.realloc(same, layout(usable(ptr)), 100).unwrap();
         assert!(is_slot(other) && other != ptr);
-        assert_eq!(usable(other), slab::stride(slab::class_of(100)) - WORD);
+        // Grown: room for the next doubling.
+        assert_eq!(usable(other), slab::stride(slab::class_of(200)) - WORD);
+        let wider = f.front.realloc(other, layout(100), 200).unwrap();
+        assert_eq!(wider, other, "the doubling fits in place");
+        let other = f.front.realloc(wider, layout(200), 100).unwrap();
+        assert_eq!(other, wider, "a shrink stays in place");
         assert!((0..20).all(|i| *other.as_ptr().add(i) == 0xAB));
         f.front.check().unwrap();
         let heap_block = f.front.realloc(other, layout(100), 1000).unwrap();
