@@ -31,7 +31,6 @@ mod wasm32;
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::{Cell, UnsafeCell};
-use core::ops::ControlFlow;
 use core::ptr::{null_mut, NonNull};
 
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
@@ -188,27 +187,27 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
 
     /// The slow path of a request the heap could not serve: an `attempt` after reclaiming
     /// what the engine holds in reserve (a front's free slabs) when the heap has doubled since
-    /// the last time, then up to [`GROWTH_ROUNDS`] growths, each followed by another `attempt`
-    /// (`Break` ends with its outcome, `Continue` means out of memory still), and when the
-    /// source refuses, a last `attempt` after reclaiming. The fast paths call the heap directly, whose results are one word,
-    /// so they need no stack frame in linear memory: on wasm32 a frame there is a store to a
-    /// page that Gear charges per message.
+    /// the last time, then up to [`GROWTH_ROUNDS`] growths, each followed by another `attempt`,
+    /// and when the source refuses, a last `attempt` after reclaiming. Every result here is one
+    /// word (an attempt's too), so the slow path, like the fast paths, needs no stack frame in
+    /// linear memory: on wasm32 a frame there is a store to a page that Gear charges per
+    /// message, and a program's first allocation takes this path.
     ///
     /// # Safety
     /// Exclusive access to the heap and the source (the promise of `with_source`).
     #[cold]
     #[inline(never)]
-    unsafe fn grow_and_retry<T>(
+    unsafe fn grow_and_retry(
         &self,
         layout: Layout,
-        mut attempt: impl FnMut(&mut H) -> ControlFlow<Option<T>>,
-    ) -> Option<T> {
+        mut attempt: impl FnMut(&mut H) -> Option<NonNull<u8>>,
+    ) -> Option<NonNull<u8>> {
         // SAFETY: exclusive access, from the caller; each borrow of the heap ends before the
         // next growth.
         if self.reclaim_due() && unsafe { self.heap() }.reclaim() {
             // SAFETY: as above.
-            if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
-                return outcome;
+            if let Some(block) = attempt(unsafe { self.heap() }) {
+                return Some(block);
             }
         }
         let mut rounds = GROWTH_ROUNDS;
@@ -216,17 +215,15 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
         while rounds > 0 && unsafe { self.take_more(layout) } {
             rounds -= 1;
             // SAFETY: as above.
-            if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
-                return outcome;
+            if let Some(block) = attempt(unsafe { self.heap() }) {
+                return Some(block);
             }
         }
         // The source refused: what the engine holds in reserve is the last resort.
         // SAFETY: as above.
         if unsafe { self.heap() }.reclaim() {
             // SAFETY: as above.
-            if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
-                return outcome;
-            }
+            return attempt(unsafe { self.heap() });
         }
         None
     }
@@ -246,31 +243,22 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
 }
 
 /// An attempt to serve `layout` from the heap, for [`SourcedHeap::grow_and_retry`].
-fn allocate<H: Engine>(layout: Layout) -> impl FnMut(&mut H) -> ControlFlow<Option<NonNull<u8>>> {
-    move |heap| match heap.allocate(layout) {
-        Ok(block) => ControlFlow::Break(Some(block)),
-        Err(_) => ControlFlow::Continue(()),
-    }
+fn allocate<H: Engine>(layout: Layout) -> impl FnMut(&mut H) -> Option<NonNull<u8>> {
+    move |heap| heap.allocate(layout).ok()
 }
 
 /// An attempt to resize the block at `ptr` from `old` to `new`, for
 /// [`SourcedHeap::grow_and_retry`]. The first attempt, before any growth, validated the block
 /// (a checked build reports misuse there), and growth changes no block: misuse cannot show up
-/// here, and if it did the request would fail with null.
+/// here, and if it did it would count as out of memory (the request fails with null).
 fn resize<H: Engine>(
     ptr: NonNull<u8>,
     old: Layout,
     new: Layout,
-) -> impl FnMut(&mut H) -> ControlFlow<Option<NonNull<u8>>> {
-    move |heap| {
-        // SAFETY: the caller of `realloc` passed a live block with its layout, still live
-        // after every failed attempt.
-        match unsafe { heap.resize_or_misuse(ptr, old, new) } {
-            Ok(Ok(moved)) => ControlFlow::Break(Some(moved)),
-            Ok(Err(_)) => ControlFlow::Continue(()),
-            Err(_) => ControlFlow::Break(None),
-        }
-    }
+) -> impl FnMut(&mut H) -> Option<NonNull<u8>> {
+    // SAFETY: the caller of `realloc` passed a live block with its layout, still live after
+    // every failed attempt.
+    move |heap| unsafe { heap.resize_or_misuse(ptr, old, new) }.ok()?.ok()
 }
 
 // SAFETY: blocks come from the heap, which hands out each block once with the requested layout;
