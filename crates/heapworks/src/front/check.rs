@@ -1,5 +1,6 @@
 //! The front's checker: the heap's own check, then every slab (found by walking the heap's
-//! chunks, so a slab missing from its class's list is found too) and every class's lists.
+//! chunks and the carved static slabs, so a slab missing from its class's list is found too)
+//! and every class's lists.
 //!
 //! What it verifies, after [`Heap::check`] passed (the first violation is returned, as a
 //! [`CorruptionKind::BadSlab`] at the slab's header, or at the slot or list entry at fault):
@@ -62,6 +63,10 @@ impl<I: FreeIndex> FrontHeap<I> {
                 }
             }
         }
+        for (class, slab, usable) in self.statics.carved() {
+            // SAFETY: a carved static slab lies in the area, which the front owns.
+            unsafe { self.tally_slab(slab.cast(), class, usable, &mut found)? };
+        }
         for (class, tally) in found.iter().enumerate() {
             self.check_slab_list(class, tally.slabs)?;
             self.check_free_list(class, tally)?;
@@ -82,8 +87,23 @@ impl<I: FreeIndex> FrontHeap<I> {
         let Some(class) = (unsafe { self.slab_at(block) }) else {
             return Ok(());
         };
-        // SAFETY: the block is a slab: its header and its slots lie inside it.
-        let capacity = unsafe { slab::capacity(Heap::usable_size(block), class) };
+        // SAFETY: the block is a slab, a live heap block of these payload bytes.
+        unsafe { self.tally_slab(block, class, Heap::usable_size(block), found) }
+    }
+
+    /// Checks the tags of the slab at `block`, of `class` and `usable` payload bytes, and
+    /// counts it.
+    ///
+    /// # Safety
+    /// `block` is a slab of `class` whose header and slots lie in its `usable` bytes.
+    unsafe fn tally_slab(
+        &self,
+        block: NonNull<u8>,
+        class: usize,
+        usable: usize,
+        found: &mut [Tally; CLASSES],
+    ) -> Result<(), Corruption> {
+        let capacity = slab::capacity(usable, class);
         let tally = &mut found[class];
         tally.slabs += 1;
         tally.slots += capacity;
@@ -110,16 +130,20 @@ impl<I: FreeIndex> FrontHeap<I> {
         while let Some(entry) = NonNull::new(cursor) {
             let addr = entry.as_ptr().addr();
             listed += 1;
-            if listed > slabs || self.heap.validate(entry.cast()).is_err() {
+            if listed > slabs {
                 return bad_slab(addr);
             }
-            // SAFETY: `entry` is a live heap block; it is read as a slab only once sealed.
-            unsafe {
-                if self.slab_at(entry.cast()) != Some(class) {
+            if self.statics.usable(entry, class).is_none() {
+                if self.heap.validate(entry.cast()).is_err() {
                     return bad_slab(addr);
                 }
-                cursor = (*entry.as_ptr()).next;
+                // SAFETY: `entry` is a live heap block; it is read as a slab only once sealed.
+                if unsafe { self.slab_at(entry.cast()) } != Some(class) {
+                    return bad_slab(addr);
+                }
             }
+            // SAFETY: `entry` is a slab of the class (a static one, or sealed and live).
+            cursor = unsafe { (*entry.as_ptr()).next };
         }
         if listed != slabs {
             return bad_slab(ptr::from_ref(&self.slabs[class]).addr());
@@ -130,7 +154,8 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// Checks that `slot` is a free slot of `class` (validated before anything there is read).
     fn check_free_slot(&self, slot: NonNull<u8>, class: usize) -> Result<(), Corruption> {
         let addr = slot.as_ptr().addr();
-        if self.heap.region_holding(addr).is_none() {
+        let in_static = self.statics.holds(addr.wrapping_sub(WORD));
+        if !in_static && self.heap.region_holding(addr).is_none() {
             return bad_slab(addr);
         }
         // SAFETY: `slot` lies inside a region after its first chunk's header, so the word

@@ -62,6 +62,7 @@
 
 mod check;
 mod slab;
+mod statics;
 #[cfg(test)]
 mod tests;
 
@@ -75,6 +76,7 @@ use crate::index::{Bins, FreeIndex};
 use crate::stats::Stats;
 use crate::Heap;
 use slab::{Slab, CLASSES, FIRST_SLOT, HEADER, LIVE, MAX_SMALL, TAG};
+use statics::StaticSlabs;
 
 /// A [`Heap`] with a small-object front: requests of up to [`FrontHeap::MAX_SMALL`] bytes at
 /// alignment up to the granule take a slot of their size class (one class per 16 B) from
@@ -115,6 +117,8 @@ pub struct FrontHeap<I = Bins> {
     free: [*mut u8; CLASSES],
     /// Per class, its slabs (linked through their headers).
     slabs: [*mut Slab; CLASSES],
+    /// Slabs carved from memory of the front's own before the heap is asked (none by default).
+    statics: StaticSlabs,
 }
 
 /// The free slots a class keeps in the front's own state (none with feature `small-state`,
@@ -139,6 +143,39 @@ impl FrontHeap {
     /// An empty front over a heap with the default index.
     pub const fn new() -> FrontHeap {
         FrontHeap::empty()
+    }
+
+    /// An empty front whose classes take their first slab, where `plan` names them, from
+    /// `[base, base + len)` before they ask the heap: each `(size, slots)` entry of the plan is
+    /// a slab of `slots` slots of the class of `size`-byte requests, laid out in plan order
+    /// (an entry that does not fit is skipped). Seed 000's static buffers in front of Gear's
+    /// allocator are such plans; `heapworks gas` measures them. Static slabs are never given
+    /// back, and the heap's statistics do not count them.
+    ///
+    /// ```
+    /// use core::alloc::Layout;
+    /// use heapworks::FrontHeap;
+    ///
+    /// static mut CELLS: [u64; 32] = [0; 32];
+    /// // SAFETY: `CELLS` is used by this front alone, for as long as it lives.
+    /// let mut heap =
+    ///     unsafe { FrontHeap::with_static_slabs(&raw mut CELLS as *mut u8, 256, &[(8, 4), (40, 2)]) };
+    /// let block = heap.allocate(Layout::from_size_align(40, 8).unwrap()).unwrap();
+    /// assert!(block.as_ptr().addr().wrapping_sub(&raw const CELLS as usize) < 256);
+    /// ```
+    ///
+    /// # Safety
+    /// The area is valid for reads and writes, and used by nothing else, for as long as the
+    /// front lives (the front may move; the area may not).
+    pub const unsafe fn with_static_slabs(
+        base: *mut u8,
+        len: usize,
+        plan: &'static [(usize, usize)],
+    ) -> FrontHeap {
+        let mut front = FrontHeap::empty();
+        // SAFETY: forwarded from the caller.
+        front.statics = unsafe { StaticSlabs::new(base, len, plan) };
+        front
     }
 
     /// The bytes the block at `ptr` can hold (at least what was asked for). Like
@@ -170,6 +207,7 @@ impl<I: FreeIndex> FrontHeap<I> {
             cache: [[null_mut(); CACHED]; CLASSES],
             free: [null_mut(); CLASSES],
             slabs: [null_mut(); CLASSES],
+            statics: StaticSlabs::NONE,
         }
     }
 
@@ -273,18 +311,25 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// when the heap has no room for a slab, serves `layout` from the heap directly.
     #[inline(never)]
     fn allocate_refill(&mut self, class: usize, layout: Layout) -> Result<NonNull<u8>, AllocError> {
-        let bytes = slab::slab_bytes(class);
-        // SAFETY: `bytes` is a few KiB at most and GRANULE a power of two.
-        let slab_layout = unsafe { Layout::from_size_align_unchecked(bytes, GRANULE) };
-        let Ok(block) = self.heap.allocate(slab_layout) else {
-            return self.heap.allocate(layout);
+        let (block, usable) = match self.statics.take(class) {
+            Some(planned) => planned,
+            None => {
+                let bytes = slab::slab_bytes(class);
+                // SAFETY: `bytes` is a few KiB at most and GRANULE a power of two.
+                let slab_layout = unsafe { Layout::from_size_align_unchecked(bytes, GRANULE) };
+                let Ok(block) = self.heap.allocate(slab_layout) else {
+                    return self.heap.allocate(layout);
+                };
+                // SAFETY: `block` is a live heap block.
+                (block, unsafe { Heap::usable_size(block) })
+            }
         };
-        // SAFETY: `block` is a fresh heap block of at least `bytes` bytes, owned by the front;
-        // carved, it heads the slab list of `class` and its slots the (empty) free list.
+        // SAFETY: `block` is a fresh heap block, or the static slab the plan gives the class,
+        // of `usable` bytes, owned by the front; carved, it heads the slab list of `class` and
+        // its slots the (empty) free list.
         unsafe {
             let slabs = self.slabs.get_unchecked_mut(class);
-            let (slab, first) =
-                slab::carve(block, Heap::usable_size(block), class, *slabs, null_mut());
+            let (slab, first) = slab::carve(block, usable, class, *slabs, null_mut());
             *slabs = slab.as_ptr();
             Ok(self.pop(first, class))
         }
@@ -486,8 +531,12 @@ impl<I: FreeIndex> FrontHeap<I> {
                 (*slab::slab_of(slot, slab::tag_of(slot)).as_ptr()).scratch += 1;
                 cursor = slab::next_free(slot);
             }
+            // A static slab stays with the front, free or not.
+            let statics = self.statics;
             let all_free = |slab: NonNull<Slab>| {
-                (*slab.as_ptr()).scratch == slab::capacity(Heap::usable_size(slab.cast()), class)
+                !statics.holds(slab.as_ptr().addr())
+                    && (*slab.as_ptr()).scratch
+                        == slab::capacity(Heap::usable_size(slab.cast()), class)
             };
             // Unlink the slots of the slabs about to go.
             let mut kept: Option<NonNull<u8>> = None;
@@ -664,13 +713,17 @@ impl<I: FreeIndex> FrontHeap<I> {
     pub fn validate(&self, ptr: NonNull<u8>) -> Result<(), Misuse> {
         let addr = ptr.as_ptr().addr();
         let foreign = Misuse::Foreign { addr };
-        if !addr.is_multiple_of(GRANULE) || self.heap.region_holding(addr).is_none() {
+        let in_static = self.statics.holds(addr.wrapping_sub(WORD));
+        if !addr.is_multiple_of(GRANULE) || !in_static && self.heap.region_holding(addr).is_none() {
             return Err(foreign);
         }
-        // SAFETY: `ptr` lies inside a region after its first chunk's header, so the word
-        // before it is readable.
+        // SAFETY: `ptr` lies inside a region after its first chunk's header, or its tag in the
+        // static area, so the word before it is readable.
         let tag = unsafe { slab::tag_of(ptr) };
         if tag & TAG == 0 {
+            if in_static {
+                return Err(foreign);
+            }
             self.heap.validate(ptr)?;
             // SAFETY: `ptr` is a live heap block.
             return match unsafe { self.slab_at(ptr) } {
@@ -703,17 +756,22 @@ impl<I: FreeIndex> FrontHeap<I> {
         if stray != 0 || class >= CLASSES || offset < FIRST_SLOT || offset > addr {
             return None;
         }
-        // SAFETY: the offset stays inside the region: it is at most `addr` less the region's
-        // start, checked next, before anything there is read.
+        // SAFETY: the offset stays inside the region or the static area: it is at most `addr`
+        // less the start, checked next, before anything there is read.
         let candidate = unsafe { ptr.byte_sub(offset) };
-        self.heap.region_holding(candidate.as_ptr().addr())?;
-        self.heap.validate(candidate).ok()?;
-        // SAFETY: `candidate` is a live heap block.
-        if unsafe { self.slab_at(candidate) } != Some(class) {
-            return None;
-        }
-        // SAFETY: as above.
-        let usable = unsafe { Heap::usable_size(candidate) };
+        let usable = match self.statics.usable(candidate.cast(), class) {
+            Some(usable) => usable,
+            None => {
+                self.heap.region_holding(candidate.as_ptr().addr())?;
+                self.heap.validate(candidate).ok()?;
+                // SAFETY: `candidate` is a live heap block.
+                if unsafe { self.slab_at(candidate) } != Some(class) {
+                    return None;
+                }
+                // SAFETY: as above.
+                unsafe { Heap::usable_size(candidate) }
+            }
+        };
         let stride = slab::stride(class);
         let on_grid = (offset - FIRST_SLOT).is_multiple_of(stride)
             && offset - WORD + stride <= HEADER + slab::capacity(usable, class) * stride;

@@ -555,6 +555,49 @@ mod misuse {
     }
 }
 
+/// A front with static slabs: a planned class's first slab comes from the area (the next one
+/// from the heap), an unplanned class's from the heap; entries that do not fit are skipped;
+/// the checker verifies static slabs too; trim keeps them; their slots validate.
+#[test]
+fn static_slabs_serve_planned_classes_first_and_stay() {
+    static PLAN: [(usize, usize); 3] = [(8, 4), (40, 2), (200, 8)];
+    let mut area = vec![0u128; 16];
+    let mut memory = vec![0u128; 64 * 1024 / 16];
+    // SAFETY: `area` and `memory` outlive the front and nothing else uses them.
+    let mut front = unsafe {
+        let mut front = FrontHeap::with_static_slabs(area.as_mut_ptr().cast(), 256, &PLAN);
+        front.claim(memory.as_mut_ptr().cast(), 64 * 1024).unwrap();
+        front
+    };
+    let in_area = |ptr: NonNull<u8>| ptr.as_ptr().addr().wrapping_sub(area.as_ptr().addr()) < 256;
+    let in_use = front.stats().in_use;
+    let small: Vec<_> = (0..5).map(|_| front.allocate(layout(8)).unwrap()).collect();
+    assert!(
+        small[..4].iter().all(|&p| in_area(p)),
+        "four static slots of 8 B"
+    );
+    assert!(!in_area(small[4]), "then a heap slab");
+    let mid: Vec<_> = (0..2)
+        .map(|_| front.allocate(layout(40)).unwrap())
+        .collect();
+    assert!(mid.iter().all(|&p| in_area(p)));
+    let large = front.allocate(layout(200)).unwrap();
+    assert!(!in_area(large), "eight 208 B slots do not fit: skipped");
+    front.check().unwrap();
+    for &ptr in small.iter().chain(&mid).chain([&large]) {
+        assert_eq!(front.validate(ptr), Ok(()));
+        // SAFETY: each block is live and freed once.
+        unsafe { front.free(ptr) };
+        front.check().unwrap();
+    }
+    // The heap's slabs go back; the static ones stay (and do not count in the heap's stats).
+    assert_eq!(front.trim(), 2);
+    assert_eq!(slab_count(&front), 2);
+    assert_eq!(front.stats().in_use, in_use);
+    assert!(in_area(front.allocate(layout(8)).unwrap()));
+    front.check().unwrap();
+}
+
 /// Feature `small-state` keeps a front's whole state (the heap's bins and the front's class
 /// lists) within 512 B on 32-bit targets (452 B for i686 and wasm32). That a `static` heap's
 /// state lands in `.bss` (starts all zeros) is checked on the wasm32 guests

@@ -107,8 +107,18 @@ impl<S: MemorySource> SourcedHeap<S, FrontHeap> {
     /// # Safety
     /// As for [`SourcedHeap::with_source`].
     pub const unsafe fn front_with_source(source: S) -> Self {
+        // SAFETY: forwarded from the caller.
+        unsafe { SourcedHeap::with_front(source, FrontHeap::new()) }
+    }
+
+    /// `front` (with no region yet, as [`FrontHeap::with_static_slabs`] makes one) that asks
+    /// `source` for memory at its first request.
+    ///
+    /// # Safety
+    /// As for [`SourcedHeap::with_source`].
+    pub const unsafe fn with_front(source: S, front: FrontHeap) -> Self {
         SourcedHeap {
-            heap: UnsafeCell::new(FrontHeap::new()),
+            heap: UnsafeCell::new(front),
             source: UnsafeCell::new(source),
             last: Cell::new(None),
             obtained: Cell::new(0),

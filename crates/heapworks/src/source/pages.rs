@@ -129,6 +129,31 @@ impl<G: PageGrant> SourcedHeap<WasmPages<G>, FrontHeap> {
         // SAFETY: see above.
         unsafe { SourcedHeap::front_with_source(WasmPages::new()) }
     }
+
+    /// An empty [`FrontHeap`] over the grant `G` whose classes take their first slabs from
+    /// `[base, base + len)` as `plan` says ([`FrontHeap::with_static_slabs`]):
+    ///
+    /// ```ignore
+    /// static mut CELLS: [u64; 28] = [0; 28];
+    /// #[global_allocator]
+    /// static ALLOCATOR: heapworks::WasmFrontHeap = unsafe {
+    ///     heapworks::WasmFrontHeap::with_static_slabs(&raw mut CELLS as *mut u8, 224, &[(8, 2), (48, 2), (64, 1)])
+    /// };
+    /// ```
+    ///
+    /// # Safety
+    /// As for [`FrontHeap::with_static_slabs`].
+    pub const unsafe fn with_static_slabs(
+        base: *mut u8,
+        len: usize,
+        plan: &'static [(usize, usize)],
+    ) -> Self {
+        // SAFETY: one thread (see `new`); the area is the caller's promise.
+        unsafe {
+            let front = FrontHeap::with_static_slabs(base, len, plan);
+            SourcedHeap::with_front(WasmPages::new(), front)
+        }
+    }
 }
 
 #[cfg(not(target_feature = "atomics"))]
