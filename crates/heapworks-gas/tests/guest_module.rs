@@ -133,8 +133,8 @@ fn the_heapworks_guests_hold_no_panic_or_formatting_code() {
 }
 
 /// A `static` heapworks allocator starts all zeros, so it lands in `.bss`: the guests, whose
-/// only static is their allocator, carry no initialised data (a 2.4 KB front whose one field
-/// held a dangling empty-slice pointer landed there whole: the test caught it).
+/// only static is their allocator, carry no initialised data (a single non-zero field would
+/// move the whole state, kilobytes of zeros, into the data section).
 #[test]
 fn the_heapworks_guests_allocator_state_is_all_zeros() {
     for (guest, _, module) in heapworks_modules().into_iter().take(3) {

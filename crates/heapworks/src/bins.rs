@@ -24,9 +24,9 @@
 //! of a heap's state: 64 sub-bins per octave on 64-bit targets (3518 bins, 28 KiB of heads: the
 //! tightest fit, for hosted programs), 16 on 32-bit targets (414 bins, 1.8 KiB: wasm32 and
 //! microcontrollers, where the state shares a Gear page or the RAM with the program), and 2
-//! with feature `small-state` (56 bins on 32-bit targets: a `FrontHeap`'s whole state under
-//! 512 B, for firmware with 16–64 KiB of RAM; half-octave bins, so requests skip more of the
-//! free chunks in their own bin).
+//! with feature `small-state` (56 bins on 32-bit targets: a `FrontHeap`'s whole state 504 B,
+//! for firmware with 16–64 KiB of RAM; half-octave bins, so requests skip more of the free
+//! chunks in their own bin).
 
 use crate::chunk::{GRANULE_SHIFT, MIN_CHUNK};
 

@@ -599,7 +599,7 @@ fn static_slabs_serve_planned_classes_first_and_stay() {
 }
 
 /// Feature `small-state` keeps a front's whole state (the heap's bins and the front's class
-/// lists) within 512 B on 32-bit targets (452 B for i686 and wasm32). That a `static` heap's
+/// lists) within 512 B on 32-bit targets (504 B for i686 and wasm32). That a `static` heap's
 /// state lands in `.bss` (starts all zeros) is checked on the wasm32 guests
 /// (`heapworks-gas/tests/guest_module.rs`).
 #[cfg(all(feature = "small-state", target_pointer_width = "32"))]
