@@ -24,14 +24,14 @@
 //! of a heap's state: 64 sub-bins per octave on 64-bit targets (3518 bins, 28 KiB of heads: the
 //! tightest fit, for hosted programs), 16 on 32-bit targets (414 bins, 1.8 KiB: wasm32 and
 //! microcontrollers, where the state shares a Gear page or the RAM with the program), and 2
-//! with feature `small-state` (56 bins on 32-bit targets: a `FrontHeap`'s whole state 504 B,
-//! for firmware with 16–64 KiB of RAM; half-octave bins, so requests skip more of the free
-//! chunks in their own bin).
+//! when built with `--cfg heapworks_small_state` (56 bins on 32-bit targets: a `FrontHeap`'s
+//! whole state 504 B, for firmware with 16–64 KiB of RAM; half-octave bins, so requests skip
+//! more of the free chunks in their own bin).
 
 use crate::chunk::{GRANULE_SHIFT, MIN_CHUNK};
 
 /// log2 of the number of sub-bins per octave: the bin map's one knob (see the module docs).
-const SUB_BITS: u32 = if cfg!(feature = "small-state") {
+const SUB_BITS: u32 = if cfg!(heapworks_small_state) {
     1
 } else if cfg!(target_pointer_width = "64") {
     6

@@ -222,7 +222,7 @@ mod tests {
     #[test]
     fn summary_bits_follow_the_bins() {
         let mut bitmap = Bitmap::new();
-        // The last bin, in the last word (the second or later, but for feature `small-state`).
+        // The last bin, in the last word (the second or later, but with `--cfg heapworks_small_state`).
         let bin = BIN_COUNT - 1;
         let word = bin / BITS;
         bitmap.set(bin);

@@ -16,10 +16,11 @@
 //! threaded through their first payload word. Allocate takes from the cache, else pops the
 //! list; free puts into the cache, else pushes onto the list. Neither touches a slab header,
 //! and neither writes the slot's tag in release builds. On Gear, where every page a message
-//! touches costs far more than the instructions, that matters twice: the allocator's state is
-//! a few hundred bytes on one page, and a program that allocates and frees a few blocks of a
-//! class per message gets the same slots back without the allocator reading or writing their
-//! pages at all (the program that fills a block pays for its page, not the allocator).
+//! touches costs far more than the instructions, that matters twice: the lists and caches are
+//! a few hundred bytes of the front's state, on one page, and a program that allocates and
+//! frees a few blocks of a class per message gets the same slots back without the allocator
+//! reading or writing their pages at all (the program that fills a block pays for its page,
+//! not the allocator).
 //! Through the list alone a slot handed out is read (its link), which costs the allocator a
 //! first read of its page, and the slots a program reuses drift, from one message to the
 //! next, to wherever the list leads.
@@ -41,17 +42,19 @@
 //! gives back every slab whose slots are all free, and the global allocators over a front
 //! trim before they grow the heap or fail a request. Releasing a slab the moment its last
 //! slot is freed would need a live count per slab or per class, kept on every call: two
-//! stores and a branch on each pair of calls (about 15 % of the front's gas per call on
-//! Gear) to give memory back sooner than anyone asks for it. When no slab can be carved, a
-//! small request is served by the heap directly, so a request the heap's largest free block
-//! can hold never fails, and a failed request changes nothing.
+//! stores and one more branch on each pair of calls (on Gear a store costs about 10 k gas and
+//! a branch a metered block of about 20 k, against a cached allocate's 130 k) to give memory
+//! back sooner than anyone asks for it. When no slab can be carved, a small request is served
+//! by the heap directly, so a request the heap's largest free block can hold never fails, and
+//! a failed request changes nothing. A front may also take its first slabs from memory of its
+//! own ([`FrontHeap::with_static_slabs`], `front/statics.rs`).
 //!
-//! **Costs.** Allocate: one test of size and alignment, class, cache count and entry (or list
-//! head and one link read). Free: tag load (slot or heap block, and the class), cache count and
-//! entry (or link write and list head). Realloc stays
-//! in place while the new size fits the slot, and otherwise moves (a word copy) to another
-//! class or to a heap block; a slot that grows moves to one with room for the next doubling
-//! (while that is small), so a vector growing by doubling grows in place every other step.
+//! **Costs.** Allocate: one test of size, alignment and cache, class, cache count and entry
+//! (or list head and one link read). Free: tag load (slot or heap block, and the class), cache
+//! count and entry (or link write and list head). Realloc stays in place while the new size
+//! fits the slot, and otherwise moves (a word copy) to another class or to a heap block; a
+//! slot that grows moves to one with room for the next doubling (while that is small), so a
+//! vector growing by doubling grows in place every other step.
 //!
 //! Invariants (beyond those of `front/slab.rs` and [`Heap`], verified by
 //! [`FrontHeap::check`]):
@@ -121,9 +124,9 @@ pub struct FrontHeap<I = Bins> {
     statics: StaticSlabs,
 }
 
-/// The free slots a class keeps in the front's own state (none with feature `small-state`,
+/// The free slots a class keeps in the front's own state (none with `--cfg heapworks_small_state`,
 /// which keeps the state under 512 B).
-const CACHED: usize = if cfg!(feature = "small-state") { 0 } else { 4 };
+const CACHED: usize = if cfg!(heapworks_small_state) { 0 } else { 4 };
 /// Cache counts kept: one per class, up to a power of two, so that a class computed from a
 /// request too large for a slot, or from a heap block's header, indexes a count once masked
 /// (the fast paths test range and cache in one branch).
@@ -397,7 +400,7 @@ impl<I: FreeIndex> FrontHeap<I> {
             let heap_block = (tag & TAG) ^ TAG;
             #[allow(
                 clippy::absurd_extreme_comparisons,
-                reason = "no cache: feature small-state"
+                reason = "no cache with --cfg heapworks_small_state"
             )]
             if heap_block * (CACHED + 1) + usize::from(cached) >= CACHED {
                 self.release_uncached(ptr, tag);
@@ -458,7 +461,7 @@ impl<I: FreeIndex> FrontHeap<I> {
             let cached = *self.cached.get_unchecked(class);
             #[allow(
                 clippy::absurd_extreme_comparisons,
-                reason = "no cache: feature small-state"
+                reason = "no cache with --cfg heapworks_small_state"
             )]
             if usize::from(cached) < CACHED {
                 self.cache_slot(ptr, tag, class, cached);

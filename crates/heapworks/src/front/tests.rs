@@ -159,7 +159,7 @@ fn the_last_slot_freed_is_the_next_handed_out() {
 /// The last `CACHED` slots freed wait in the front's state, untouched: their first word keeps
 /// what the program wrote (on Gear, the allocator neither reads nor writes their pages), and
 /// they come back last in, first out; the next ones freed go onto the list.
-#[cfg(not(feature = "small-state"))]
+#[cfg(not(heapworks_small_state))]
 #[test]
 fn freed_slots_wait_untouched_in_the_cache_then_go_onto_the_list() {
     let mut f = fixture(64 * 1024);
@@ -196,10 +196,7 @@ fn freed_slots_wait_untouched_in_the_cache_then_go_onto_the_list() {
 
 /// Checked builds catch a slot both cached and listed (the free slots then outnumber the
 /// slots not live; the walk stops at the first slot past the count).
-#[cfg(all(
-    any(debug_assertions, feature = "checked"),
-    not(feature = "small-state")
-))]
+#[cfg(all(any(debug_assertions, feature = "checked"), not(heapworks_small_state)))]
 #[test]
 fn the_checker_catches_a_slot_both_cached_and_listed() {
     let mut f = fixture(64 * 1024);
@@ -214,7 +211,7 @@ fn the_checker_catches_a_slot_both_cached_and_listed() {
     assert_eq!(found.kind, CorruptionKind::BadSlab);
 }
 
-#[cfg(not(feature = "small-state"))]
+#[cfg(not(heapworks_small_state))]
 #[test]
 fn the_checker_catches_a_cached_address_that_is_no_slot() {
     let mut f = fixture(64 * 1024);
@@ -598,11 +595,11 @@ fn static_slabs_serve_planned_classes_first_and_stay() {
     front.check().unwrap();
 }
 
-/// Feature `small-state` keeps a front's whole state (the heap's bins and the front's class
+/// `--cfg heapworks_small_state` keeps a front's whole state (the heap's bins and the front's class
 /// lists) within 512 B on 32-bit targets (504 B for i686 and wasm32). That a `static` heap's
 /// state lands in `.bss` (starts all zeros) is checked on the wasm32 guests
 /// (`heapworks-gas/tests/guest_module.rs`).
-#[cfg(all(feature = "small-state", target_pointer_width = "32"))]
+#[cfg(all(heapworks_small_state, target_pointer_width = "32"))]
 #[test]
 fn a_small_state_front_fits_in_512_bytes() {
     let size = core::mem::size_of::<FrontHeap>();
