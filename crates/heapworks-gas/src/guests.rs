@@ -36,6 +36,21 @@ pub const GUESTS: &[Guest] = &[
         ours: true,
     },
     Guest {
+        name: "heapworks-front-static",
+        file: "guest_heapworks_front_static.wasm",
+        ours: true,
+    },
+    Guest {
+        name: "heapworks-front-static2x",
+        file: "guest_heapworks_front_static2x.wasm",
+        ours: true,
+    },
+    Guest {
+        name: "heapworks-front-cells",
+        file: "guest_heapworks_front_cells.wasm",
+        ours: true,
+    },
+    Guest {
         name: "dlmalloc-0.2.14",
         file: "guest_dlmalloc.wasm",
         ours: false,

@@ -85,11 +85,16 @@ fn imports(module: &Module) -> Vec<String> {
         .collect()
 }
 
-/// The guests' modules, with the imports each may have.
-const HEAPWORKS_GUESTS: [(&str, &[&str]); 3] = [
+/// The guests' modules, with the imports each may have. The last three give their front a
+/// static area at compile time (`with_static_slabs`): its address makes their allocator's
+/// state initialised data.
+const HEAPWORKS_GUESTS: [(&str, &[&str]); 6] = [
     ("guest_heapworks.wasm", &[]),
     ("guest_heapworks_gear.wasm", &["env.alloc"]),
     ("guest_heapworks_front.wasm", &[]),
+    ("guest_heapworks_front_static.wasm", &[]),
+    ("guest_heapworks_front_static2x.wasm", &[]),
+    ("guest_heapworks_front_cells.wasm", &[]),
 ];
 
 fn heapworks_modules() -> Vec<(&'static str, &'static [&'static str], Module)> {
@@ -125,4 +130,20 @@ fn the_heapworks_guests_hold_no_panic_or_formatting_code() {
         );
     }
     assert!(faults.is_empty(), "panic paths:\n{}", faults.join("\n"));
+}
+
+/// A `static` heapworks allocator starts all zeros, so it lands in `.bss`: the guests, whose
+/// only static is their allocator, carry no initialised data (a single non-zero field would
+/// move the whole state, kilobytes of zeros, into the data section).
+#[test]
+fn the_heapworks_guests_allocator_state_is_all_zeros() {
+    for (guest, _, module) in heapworks_modules().into_iter().take(3) {
+        let data: usize = module
+            .data_section
+            .iter()
+            .flatten()
+            .map(|segment| segment.data.len())
+            .sum();
+        assert_eq!(data, 0, "{guest} has {data} B of initialised data");
+    }
 }

@@ -18,12 +18,26 @@
 //! Invariants: `bin_of` is monotonic in the size; every size in bin `b` is at least
 //! `bin_floor(b)`, every size at least `bin_floor(b + 1)` maps above `b`, so every chunk of a
 //! bin at or above [`ceil_bin_of`]`(size)` holds `size` bytes. Every `usize` size has a bin of its
-//! own octave (3518 bins on 64-bit targets, 1534 on 32-bit ones), so no size is clamped.
+//! own octave, so no size is clamped.
+//!
+//! **The number of bins is a compile-time choice** ([`SUB_BITS`]), since the list heads are most
+//! of a heap's state: 64 sub-bins per octave on 64-bit targets (3518 bins, 28 KiB of heads: the
+//! tightest fit, for hosted programs), 16 on 32-bit targets (414 bins, 1.8 KiB: wasm32 and
+//! microcontrollers, where the state shares a Gear page or the RAM with the program), and 2
+//! when built with `--cfg heapworks_small_state` (56 bins on 32-bit targets: a `FrontHeap`'s
+//! whole state 504 B, for firmware with 16–64 KiB of RAM; half-octave bins, so requests skip
+//! more of the free chunks in their own bin).
 
 use crate::chunk::{GRANULE_SHIFT, MIN_CHUNK};
 
-/// log2 of the number of sub-bins per octave.
-const SUB_BITS: u32 = 6;
+/// log2 of the number of sub-bins per octave: the bin map's one knob (see the module docs).
+const SUB_BITS: u32 = if cfg!(heapworks_small_state) {
+    1
+} else if cfg!(target_pointer_width = "64") {
+    6
+} else {
+    4
+};
 /// Sub-bins per octave; also the first granule count past the octaves folded onto the first.
 const SUB_BINS: usize = 1 << SUB_BITS;
 /// The smallest chunk, in granules.
@@ -34,7 +48,7 @@ const EXACT_BINS: usize = 2 * SUB_BINS - MIN_GRANULES;
 /// granule count a `usize` can hold, so no size needs clamping into the map.
 const SHIFTS: usize = (usize::BITS - GRANULE_SHIFT - SUB_BITS) as usize;
 
-/// The smallest size above the exact bins (2 KiB on 64-bit targets, 1 KiB on 32-bit ones).
+/// The smallest size above the exact bins (2 KiB on 64-bit targets, 256 B on 32-bit ones).
 pub(crate) const EXACT_LIMIT: usize = (2 * SUB_BINS) << GRANULE_SHIFT;
 
 /// Total number of bins: the exact ones and `SUB_BINS` for every further shift.

@@ -279,7 +279,9 @@ mod tests {
         fixture.heap.check().unwrap();
         assert!(fixture.heap.index.is_marked(fixture.block_bin()));
         assert!(fixture.heap.index.is_marked(SUMMARY_BITS));
-        assert!(!fixture.heap.index.is_marked(SUMMARY_BITS + WORDS - 1));
+        if WORDS > 1 {
+            assert!(!fixture.heap.index.is_marked(SUMMARY_BITS + WORDS - 1));
+        }
     }
 
     #[test]

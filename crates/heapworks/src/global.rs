@@ -2,8 +2,9 @@
 //!
 //! `GlobalAlloc` speaks in nullable raw pointers; the heap speaks in `Result`. These functions
 //! translate one into the other, claim an adapter's [`Reserve`] at the first request the heap
-//! cannot serve, and hand misuse caught by a checked build back to the adapter, so every
-//! adapter behaves the same.
+//! cannot serve (or reclaim what the engine holds in reserve, a front's free slabs, and try
+//! again), and hand misuse caught by a checked build back to the adapter, so every adapter
+//! behaves the same.
 //!
 //! Invariants:
 //! - Every function here runs with exclusive access to the heap and its reserve (under the
@@ -56,11 +57,14 @@ pub trait Engine {
     /// # Safety
     /// As there.
     unsafe fn extend(&mut self, base: *mut u8, new_size: usize) -> Result<(), ClaimError>;
+    /// Gives memory held in reserve back to the heap ([`FrontHeap::trim`]); whether any was.
+    /// Adapters call it before they grow the heap or fail a request.
+    fn reclaim(&mut self) -> bool;
 }
 
 /// Implements [`Engine`] by forwarding to the type's own methods of the same names.
 macro_rules! forward_engine {
-    ($ty:ident) => {
+    ($ty:ident, $reclaim:expr) => {
         impl Engine for $ty {
             const EMPTY: $ty = $ty::new();
 
@@ -99,12 +103,18 @@ macro_rules! forward_engine {
                 // SAFETY: forwarded from the caller.
                 unsafe { $ty::extend(self, base, new_size) }
             }
+
+            #[cold]
+            fn reclaim(&mut self) -> bool {
+                $reclaim(self)
+            }
         }
     };
 }
 
-forward_engine!(Heap);
-forward_engine!(FrontHeap);
+// A heap holds nothing in reserve; a front its slabs' free slots.
+forward_engine!(Heap, |_: &mut Heap| false);
+forward_engine!(FrontHeap, |front: &mut FrontHeap| front.trim() > 0);
 
 /// A region an adapter claims at the first request its heap cannot serve: the way to give a
 /// `static` allocator its memory before `main` runs (a hosted program allocates before `main`).
@@ -163,7 +173,9 @@ pub(crate) unsafe fn alloc(heap: &mut impl Engine, reserve: &Reserve, layout: La
     match heap.allocate(layout) {
         Ok(block) => block.as_ptr(),
         // SAFETY: forwarded from the caller.
-        Err(_) if unsafe { reserve.claim_into(heap) } => alloc_or_null(heap, layout),
+        Err(_) if unsafe { reserve.claim_into(heap) } || heap.reclaim() => {
+            alloc_or_null(heap, layout)
+        }
         Err(_) => null_mut(),
     }
 }
@@ -225,7 +237,7 @@ pub(crate) unsafe fn resize(
     // SAFETY: forwarded from the caller.
     match unsafe { heap.resize_or_misuse(ptr, old, new) }? {
         // SAFETY: forwarded from the caller; the block is still live after a failed resize.
-        Err(_) if unsafe { reserve.claim_into(heap) } => unsafe {
+        Err(_) if unsafe { reserve.claim_into(heap) } || heap.reclaim() => unsafe {
             heap.resize_or_misuse(ptr, old, new)
         },
         outcome => Ok(outcome),

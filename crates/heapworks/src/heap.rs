@@ -163,6 +163,12 @@ impl<I: FreeIndex> Heap<I> {
     /// best fit first), or a small one whose good fit found nothing (the walk of its own bin).
     #[inline(never)]
     fn allocate_searched(&mut self, size: usize) -> Result<NonNull<u8>, AllocError> {
+        // A heap with no region yet (a global allocator's first request) fails before the
+        // search, whose answer on wasm32 is returned through a stack frame in linear memory:
+        // a page Gear charges, in the first message, to the allocator.
+        if self.regions.is_none() {
+            return Err(AllocError);
+        }
         // SAFETY: the index holds only free chunks of claimed regions.
         let found = unsafe { self.index.search(size) };
         let (chunk, slot) = found.ok_or(AllocError)?;

@@ -22,7 +22,7 @@
 //! [`UnsyncHeap`] serves single-threaded programs without a lock. [`FrontHeap`] (opt-in) puts a
 //! small-object front before a heap: requests of up to 256 B are served from size-classed,
 //! tagged slots in slabs carved from the heap, a pop and a push each;
-//! `UnsyncHeap<FrontHeap>` serves it as `#[global_allocator]`. On single-core
+//! `UnsyncHeap<FrontHeap>` and [`LockedFrontHeap`] serve it as `#[global_allocator]`. On single-core
 //! microcontrollers whose interrupt handlers allocate, `CriticalSectionHeap` (feature
 //! `critical-section`) locks by a critical section instead of spinning.
 //!
@@ -81,7 +81,7 @@ pub use index::{
     SegregatedLists, SplayTree,
 };
 #[cfg(feature = "lock_api")]
-pub use locked::LockedHeap;
+pub use locked::{LockedFrontHeap, LockedHeap};
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
 pub use source::{GearAlloc, GearFrontHeap, GearHeap, GearMemory};
 #[cfg(all(target_arch = "wasm32", feature = "wasm-memory"))]

@@ -1,4 +1,5 @@
-//! [`LockedHeap`]: a [`Heap`] behind a `lock_api` mutex, usable as `#[global_allocator]`.
+//! [`LockedHeap`]: a [`Heap`] (or a [`FrontHeap`]) behind a `lock_api` mutex, usable as
+//! `#[global_allocator]`.
 //!
 //! Invariants: the heap and its reserve are only reached through the lock, so `&LockedHeap`
 //! may be shared across threads; misuse caught by a checked build is reported after the lock is
@@ -9,8 +10,8 @@ use core::alloc::{GlobalAlloc, Layout};
 use lock_api::{Mutex, MutexGuard, RawMutex};
 
 use crate::error::ClaimError;
-use crate::global::{self, Reserve};
-use crate::Heap;
+use crate::global::{self, Engine, Reserve};
+use crate::{FrontHeap, Heap};
 
 /// A [`Heap`] behind a lock: `static A: LockedHeap = LockedHeap::new();` just works.
 ///
@@ -33,11 +34,17 @@ use crate::Heap;
 ///     assert!(ALLOCATOR.lock().stats().in_use > 0);
 /// }
 /// ```
-pub struct LockedHeap<R: RawMutex = spin::mutex::SpinMutex<()>> {
-    heap: Mutex<R, Heap>,
+///
+/// `LockedHeap<R, FrontHeap>` ([`LockedFrontHeap`]) serves from a [`FrontHeap`] (the
+/// small-object front) instead: [`LockedHeap::new_front`], [`LockedHeap::front_with_region`].
+pub struct LockedHeap<R: RawMutex = spin::mutex::SpinMutex<()>, H = Heap> {
+    heap: Mutex<R, H>,
     /// Claimed under the lock at the first request the heap cannot serve.
     reserve: Reserve,
 }
+
+/// [`LockedHeap`] over a [`FrontHeap`] (the small-object front), with the same default lock.
+pub type LockedFrontHeap<R = spin::mutex::SpinMutex<()>> = LockedHeap<R, FrontHeap>;
 
 impl<R: RawMutex> LockedHeap<R> {
     /// An empty heap; claim memory before the first allocation.
@@ -62,15 +69,40 @@ impl<R: RawMutex> LockedHeap<R> {
             reserve: unsafe { Reserve::new(base, size) },
         }
     }
+}
 
+impl<R: RawMutex> LockedHeap<R, FrontHeap> {
+    /// An empty [`FrontHeap`] behind a lock; claim memory before the first allocation.
+    pub const fn new_front() -> Self {
+        LockedHeap {
+            heap: Mutex::const_new(R::INIT, FrontHeap::new()),
+            reserve: Reserve::none(),
+        }
+    }
+
+    /// An empty [`FrontHeap`] behind a lock that claims `[base, base + size)` at the first
+    /// request it cannot serve, as [`LockedHeap::with_region`] does.
+    ///
+    /// # Safety
+    /// As for [`LockedHeap::with_region`].
+    pub const unsafe fn front_with_region(base: *mut u8, size: usize) -> Self {
+        LockedHeap {
+            heap: Mutex::const_new(R::INIT, FrontHeap::new()),
+            // SAFETY: forwarded from the caller.
+            reserve: unsafe { Reserve::new(base, size) },
+        }
+    }
+}
+
+impl<R: RawMutex, H: Engine> LockedHeap<R, H> {
     /// Locks the heap for direct use (statistics, checks, several calls under one lock).
-    pub fn lock(&self) -> MutexGuard<'_, R, Heap> {
+    pub fn lock(&self) -> MutexGuard<'_, R, H> {
         self.heap.lock()
     }
 
     /// Locks the heap if no one holds it: for code that must not wait (an interrupt handler
     /// that may have interrupted the holder).
-    pub fn try_lock(&self) -> Option<MutexGuard<'_, R, Heap>> {
+    pub fn try_lock(&self) -> Option<MutexGuard<'_, R, H>> {
         self.heap.try_lock()
     }
 
@@ -93,7 +125,7 @@ impl<R: RawMutex> Default for LockedHeap<R> {
 // SAFETY: every method forwards to the heap under the lock; `Heap` returns blocks that fit the
 // layout and keeps them disjoint, and `global` maps failure to null. Misuse aborts after the
 // guard (a temporary of the statement that locks) is dropped, so it never unwinds.
-unsafe impl<R: RawMutex> GlobalAlloc for LockedHeap<R> {
+unsafe impl<R: RawMutex, H: Engine> GlobalAlloc for LockedHeap<R, H> {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         // SAFETY: the lock gives exclusive access to the heap and its reserve.
@@ -130,7 +162,7 @@ mod api2 {
     use lock_api::RawMutex;
 
     use super::LockedHeap;
-    use crate::global;
+    use crate::global::{self, Engine};
     use crate::heap::report;
 
     fn slice(ptr: NonNull<u8>, len: usize) -> NonNull<[u8]> {
@@ -140,7 +172,7 @@ mod api2 {
     // SAFETY: blocks come from the locked heap, fit their layouts, stay valid until deallocated,
     // and grow/shrink keep the contents as the heap's resize does. Misuse is reported (by a
     // panic) after the lock is released.
-    unsafe impl<R: RawMutex> Allocator for &LockedHeap<R> {
+    unsafe impl<R: RawMutex, H: Engine> Allocator for &LockedHeap<R, H> {
         fn allocate(&self, layout: Layout) -> Result<NonNull<[u8]>, AllocError> {
             // SAFETY: the lock gives exclusive access to the heap and its reserve.
             let ptr = unsafe { global::alloc(&mut *self.lock(), &self.reserve, layout) };
@@ -175,7 +207,7 @@ mod api2 {
         }
     }
 
-    impl<R: RawMutex> LockedHeap<R> {
+    impl<R: RawMutex, H: Engine> LockedHeap<R, H> {
         /// # Safety
         /// As for `Allocator::grow` and `Allocator::shrink`.
         unsafe fn resize(

@@ -1,36 +1,41 @@
 //! The front's checker: the heap's own check, then every slab (found by walking the heap's
-//! chunks, so a full slab, which is in no list, is verified too) and every class list.
+//! chunks and the carved static slabs, so a slab missing from its class's list is found too)
+//! and every class's lists.
 //!
 //! What it verifies, after [`Heap::check`] passed (the first violation is returned, as a
 //! [`CorruptionKind::BadSlab`] at the slab's header, or at the slot or list entry at fault):
-//! 1. Each slab (a live heap block sealed as one): every slot's tag is its offset with
-//!    `EMBEDDER_TAG`, and `LIVE` or not; as many slots are live as its `live` count says; its
-//!    free list holds exactly the other slots (each inside the slab, on the slot grid, not
-//!    live; the walk is bounded by the free count, so a ring ends it).
-//! 2. Each class list: every entry a slab of its class with a free slot, its `prev` the entry
-//!    before (null at the head); as many entries in all lists as slabs with a free slot (with
-//!    1., every such slab is listed exactly once).
-//! 3. The number of slabs found is the front's count.
+//! 1. Each slab (a live heap block sealed as one): every slot's tag is its class and offset
+//!    with `EMBEDDER_TAG`, and `LIVE` or not (checked builds only; release builds never set
+//!    it).
+//! 2. Each class's slab list: every entry a slab of its class (bounded by the slabs the heap
+//!    walk found, so a ring ends it); as many entries in all lists as slabs found.
+//! 3. Each class's cache and free list: every entry a slot of a slab of its class, not live
+//!    (in checked builds), the walk bounded by the class's slots (so a ring is caught); in
+//!    checked builds the slots neither cached nor listed are exactly those whose tags are live
+//!    (so a slot cached or listed twice is caught too).
 //!
 //! O(chunks + slots) on a sound heap. It trusts nothing it reads: slab sizes come from the
 //! checked heap, list walks are bounded, and list entries are validated as live heap blocks
-//! before they are read.
+//! or slots of one before they are read.
 
 use core::ptr::{self, NonNull};
 
-use super::slab::{self, Slab, FIRST_SLOT, LIVE, TAG};
+use super::slab::{self, CLASSES, LIVE};
 use super::FrontHeap;
 use crate::chunk::{Chunk, WORD};
 use crate::error::{Corruption, CorruptionKind};
+use crate::heap::CHECKED;
 use crate::index::{fault, FreeIndex};
 use crate::Heap;
 
-/// What the walk of all slabs found.
-#[derive(Default)]
-struct Found {
+/// What the walk of all slabs found, per class.
+#[derive(Default, Clone, Copy)]
+struct Tally {
     slabs: usize,
-    /// Slabs with a free slot.
-    partial: usize,
+    /// Slots in all the class's slabs.
+    slots: usize,
+    /// Slots whose tags say live (checked builds).
+    live: usize,
 }
 
 fn bad_slab<T>(addr: usize) -> Result<T, Corruption> {
@@ -38,11 +43,11 @@ fn bad_slab<T>(addr: usize) -> Result<T, Corruption> {
 }
 
 impl<I: FreeIndex> FrontHeap<I> {
-    /// Verifies the heap ([`Heap::check`]), every slab and every class list of the front, and
-    /// returns the first violation found (see [`Corruption`]). O(chunks + slots).
+    /// Verifies the heap ([`Heap::check`]), every slab and every class's lists of the front,
+    /// and returns the first violation found (see [`Corruption`]). O(chunks + slots).
     pub fn check(&self) -> Result<(), Corruption> {
         self.heap.check()?;
-        let mut found = Found::default();
+        let mut found = [Tally::default(); CLASSES];
         for record in self.heap.regions() {
             // SAFETY: the heap's check passed, so its regions' chunks may be walked: the record
             // is the payload of its record chunk, every size leads to the next chunk and the
@@ -58,131 +63,155 @@ impl<I: FreeIndex> FrontHeap<I> {
                 }
             }
         }
-        let listed = self.check_lists(found.partial)?;
-        if listed != found.partial || found.slabs != self.slabs {
-            return bad_slab(ptr::from_ref(&self.partial).addr());
+        for (class, slab, usable) in self.statics.carved() {
+            // SAFETY: a carved static slab lies in the area, which the front owns.
+            unsafe { self.tally_slab(slab.cast(), class, usable, &mut found)? };
+        }
+        for (class, tally) in found.iter().enumerate() {
+            self.check_slab_list(class, tally.slabs)?;
+            self.check_free_list(class, tally)?;
         }
         Ok(())
     }
 
-    /// Checks the live heap block at `block` if it is a slab.
+    /// Checks the live heap block at `block` if it is a slab, and counts it.
     ///
     /// # Safety
     /// `block` is a live block of the checked heap.
-    unsafe fn check_block(&self, block: NonNull<u8>, found: &mut Found) -> Result<(), Corruption> {
+    unsafe fn check_block(
+        &self,
+        block: NonNull<u8>,
+        found: &mut [Tally; CLASSES],
+    ) -> Result<(), Corruption> {
         // SAFETY: forwarded from the caller.
         let Some(class) = (unsafe { self.slab_at(block) }) else {
             return Ok(());
         };
-        found.slabs += 1;
-        // SAFETY: the block is a slab: its header and its slots lie inside it.
-        unsafe {
-            let capacity = slab::capacity(Heap::usable_size(block), class);
-            let header = &*block.cast::<Slab>().as_ptr();
-            let live = check_tags(block, class, capacity)?;
-            if live != header.live {
-                return bad_slab(block.as_ptr().addr());
+        // SAFETY: the block is a slab, a live heap block of these payload bytes.
+        unsafe { self.tally_slab(block, class, Heap::usable_size(block), found) }
+    }
+
+    /// Checks the tags of the slab at `block`, of `class` and `usable` payload bytes, and
+    /// counts it.
+    ///
+    /// # Safety
+    /// `block` is a slab of `class` whose header and slots lie in its `usable` bytes.
+    unsafe fn tally_slab(
+        &self,
+        block: NonNull<u8>,
+        class: usize,
+        usable: usize,
+        found: &mut [Tally; CLASSES],
+    ) -> Result<(), Corruption> {
+        let capacity = slab::capacity(usable, class);
+        let tally = &mut found[class];
+        tally.slabs += 1;
+        tally.slots += capacity;
+        for k in 0..capacity {
+            // SAFETY: slot `k` lies inside the slab.
+            let (slot, tag) = unsafe {
+                let slot = slab::slot(block.cast(), class, k);
+                (slot, slab::tag_of(slot))
+            };
+            let expected = slab::tag(class, slot.as_ptr().addr() - block.as_ptr().addr());
+            if tag & !LIVE != expected || (!CHECKED && tag & LIVE != 0) {
+                return bad_slab(slot.as_ptr().addr() - WORD);
             }
-            check_free_list(block, class, capacity, capacity - live)?;
-            if live < capacity {
-                found.partial += 1;
-            }
+            tally.live += tag & LIVE;
         }
         Ok(())
     }
 
-    /// Walks every class list (bounded by `partial` entries in all) and returns how many
-    /// entries they hold.
-    fn check_lists(&self, partial: usize) -> Result<usize, Corruption> {
+    /// Walks the slab list of `class`, which must hold exactly the `slabs` slabs of the class
+    /// the heap walk found (each entry is validated as such before it is read).
+    fn check_slab_list(&self, class: usize, slabs: usize) -> Result<(), Corruption> {
         let mut listed = 0;
-        for (class, &head) in self.partial.iter().enumerate() {
-            let mut prev: *mut Slab = ptr::null_mut();
-            let mut cursor = head;
-            while let Some(entry) = NonNull::new(cursor) {
-                let addr = entry.as_ptr().addr();
-                listed += 1;
-                if listed > partial || self.heap.validate(entry.cast()).is_err() {
+        let mut cursor = self.slabs[class];
+        while let Some(entry) = NonNull::new(cursor) {
+            let addr = entry.as_ptr().addr();
+            listed += 1;
+            if listed > slabs {
+                return bad_slab(addr);
+            }
+            if self.statics.usable(entry, class).is_none() {
+                if self.heap.validate(entry.cast()).is_err() {
                     return bad_slab(addr);
                 }
                 // SAFETY: `entry` is a live heap block; it is read as a slab only once sealed.
-                unsafe {
-                    if self.slab_at(entry.cast()) != Some(class) {
-                        return bad_slab(addr);
-                    }
-                    let header = &*entry.as_ptr();
-                    if header.prev != prev || header.free.is_null() {
-                        return bad_slab(addr);
-                    }
-                    prev = entry.as_ptr();
-                    cursor = header.next;
+                if unsafe { self.slab_at(entry.cast()) } != Some(class) {
+                    return bad_slab(addr);
                 }
             }
+            // SAFETY: `entry` is a slab of the class (a static one, or sealed and live).
+            cursor = unsafe { (*entry.as_ptr()).next };
         }
-        Ok(listed)
+        if listed != slabs {
+            return bad_slab(ptr::from_ref(&self.slabs[class]).addr());
+        }
+        Ok(())
     }
-}
 
-/// Checks every slot's tag of the slab at `block` and returns how many are live.
-///
-/// # Safety
-/// `block` is a slab of `class` holding `capacity` slots.
-unsafe fn check_tags(
-    block: NonNull<u8>,
-    class: usize,
-    capacity: usize,
-) -> Result<usize, Corruption> {
-    let mut live = 0;
-    for k in 0..capacity {
-        let offset = FIRST_SLOT + k * slab::stride(class);
-        // SAFETY: slot `k` lies inside the slab.
-        let (slot, tag) = unsafe {
-            let slot = block.byte_add(offset);
-            (slot, slab::tag_of(slot))
-        };
-        if tag & !LIVE != slab::tag(offset, false) {
-            return bad_slab(slot.as_ptr().addr() - WORD);
+    /// Checks that `slot` is a free slot of `class` (validated before anything there is read).
+    fn check_free_slot(&self, slot: NonNull<u8>, class: usize) -> Result<(), Corruption> {
+        let addr = slot.as_ptr().addr();
+        let in_static = self.statics.holds(addr.wrapping_sub(WORD));
+        if !in_static && self.heap.region_holding(addr).is_none() {
+            return bad_slab(addr);
         }
-        live += tag & LIVE;
+        // SAFETY: `slot` lies inside a region after its first chunk's header, so the word
+        // before it is readable.
+        let tag = unsafe { slab::tag_of(slot) };
+        let on_slab = self.slab_of_tagged(slot, tag).map(|(c, _)| c) == Some(class);
+        if !on_slab || tag & LIVE != 0 {
+            return bad_slab(addr);
+        }
+        Ok(())
     }
-    Ok(live)
-}
 
-/// Checks that the free list of the slab at `block` holds exactly `free` slots, each inside the
-/// slab, on its grid and not live.
-///
-/// # Safety
-/// `block` is a slab of `class` holding `capacity` slots.
-unsafe fn check_free_list(
-    block: NonNull<u8>,
-    class: usize,
-    capacity: usize,
-    free: usize,
-) -> Result<(), Corruption> {
-    let start = block.as_ptr().addr();
-    let stride = slab::stride(class);
-    // SAFETY: the header is the slab's first words.
-    let mut cursor = unsafe { (*block.cast::<Slab>().as_ptr()).free };
-    for _ in 0..free {
-        let Some(slot) = NonNull::new(cursor) else {
-            return bad_slab(start);
+    /// Walks the cache and the free list of `class`, whose slabs hold the slots `tally`
+    /// counted.
+    fn check_free_list(&self, class: usize, tally: &Tally) -> Result<(), Corruption> {
+        let cached = usize::from(self.cached[class]);
+        let cache = self.cache[class].get(..cached);
+        let Some(cache) = cache.filter(|cache| cache.len() <= tally.slots) else {
+            return bad_slab(ptr::from_ref(&self.cached[class]).addr());
         };
-        let offset = slot.as_ptr().addr().wrapping_sub(start);
-        let on_grid = offset >= FIRST_SLOT
-            && (offset - FIRST_SLOT).is_multiple_of(stride)
-            && (offset - FIRST_SLOT) / stride < capacity;
-        if !on_grid {
-            return bad_slab(start);
+        for &slot in cache {
+            let Some(slot) = NonNull::new(slot) else {
+                return bad_slab(ptr::from_ref(&self.cache[class]).addr());
+            };
+            self.check_free_slot(slot, class)?;
         }
-        // SAFETY: `slot` is one of the slab's slots (on its grid, inside it).
-        unsafe {
-            if slab::tag_of(slot) & (LIVE | TAG) != TAG {
+        let mut free = cached;
+        let mut cursor = self.free[class];
+        while let Some(slot) = NonNull::new(cursor) {
+            free += 1;
+            if free > tally.slots {
                 return bad_slab(slot.as_ptr().addr());
             }
-            cursor = slab::next_free(slot);
+            self.check_free_slot(slot, class)?;
+            // SAFETY: `slot` is a free slot of the class, holding its link.
+            cursor = unsafe { slab::next_free(slot) };
         }
+        if CHECKED && tally.slots - free != tally.live {
+            return bad_slab(ptr::from_ref(&self.free[class]).addr());
+        }
+        Ok(())
     }
-    if !cursor.is_null() {
-        return bad_slab(start);
-    }
-    Ok(())
+}
+
+/// The number of slabs the front holds (for tests).
+#[cfg(test)]
+pub(super) fn slab_count<I: FreeIndex>(front: &FrontHeap<I>) -> usize {
+    front
+        .slabs
+        .iter()
+        .map(|&head| {
+            core::iter::successors(NonNull::new(head), |slab: &NonNull<slab::Slab>| {
+                // SAFETY: listed slabs are slabs of the front.
+                NonNull::new(unsafe { (*slab.as_ptr()).next })
+            })
+            .count()
+        })
+        .sum()
 }

@@ -1,5 +1,6 @@
-//! The front's unit tests: where requests go, the slab life cycle and its hysteresis, realloc
-//! across classes, out of memory, the checker's faults, and (in checked builds) misuse.
+//! The front's unit tests: where requests go, the slab life cycle and its hysteresis, trim,
+//! realloc across classes, out of memory, the checker's faults, and (in checked builds)
+//! misuse.
 
 extern crate std;
 
@@ -8,7 +9,8 @@ use core::ptr::NonNull;
 use std::vec;
 use std::vec::Vec;
 
-use super::slab::{self, Slab, CLASSES, LIVE, TAG};
+use super::check::slab_count;
+use super::slab::{self, Slab, CLASSES, TAG};
 use super::FrontHeap;
 use crate::chunk::{GRANULE, WORD};
 use crate::error::{Corruption, CorruptionKind};
@@ -109,57 +111,144 @@ fn slots_fill_a_slab_then_a_new_one_is_carved_and_everything_goes_back() {
     let capacity = slab::capacity(slab::slab_bytes(3), 3);
     let blocks: Vec<_> = (0..3 * capacity + 1).map(|_| f.alloc(50)).collect();
     assert!(blocks.iter().all(|&b| is_slot(b)));
-    assert_eq!(f.front.slabs, 4);
+    assert_eq!(slab_count(&f.front), 4);
     f.front.check().unwrap();
     for &block in blocks.iter().rev() {
         f.free(block);
     }
-    // The hysteresis keeps the last slab of the class.
-    assert_eq!(f.front.slabs, 1);
-    f.front.trim();
-    assert_eq!(f.front.slabs, 0);
+    // Slabs stay until memory is needed, or a trim.
+    assert_eq!(slab_count(&f.front), 4);
+    assert_eq!(f.front.trim(), 4);
+    assert_eq!(slab_count(&f.front), 0);
     f.front.check().unwrap();
     assert_eq!(f.front.stats().in_use, 0);
     assert_eq!(f.front.stats().free, managed_free);
 }
 
 #[test]
-fn a_class_oscillating_at_a_slab_boundary_keeps_its_slab() {
+fn a_class_oscillating_around_one_slot_keeps_its_slab() {
     let mut f = fixture(64 * 1024);
-    let capacity = slab::capacity(slab::slab_bytes(0), 0);
-    let _full: Vec<_> = (0..capacity).map(|_| f.alloc(8)).collect();
-    assert_eq!(f.front.slabs, 1);
-    let in_use = f.front.stats().in_use;
     let first = f.alloc(8);
-    let after_carve = f.front.stats();
-    assert!(after_carve.in_use > in_use);
     f.free(first);
+    let kept = f.front.stats();
+    assert_eq!(slab_count(&f.front), 1);
     for _ in 0..10 {
         let again = f.alloc(8);
         assert_eq!(again, first, "the kept slab serves the next request");
         f.free(again);
-        assert_eq!(f.front.stats(), after_carve, "no slab carved or released");
+        assert_eq!(f.front.stats(), kept, "no slab carved or released");
     }
-    assert_eq!(f.front.slabs, 2);
+    f.front.trim();
+    assert_eq!(slab_count(&f.front), 0);
+    assert_eq!(f.front.stats().in_use, 0);
 }
 
 #[test]
-fn a_slab_that_empties_beside_another_goes_back_to_the_heap() {
+fn the_last_slot_freed_is_the_next_handed_out() {
     let mut f = fixture(64 * 1024);
     let capacity = slab::capacity(slab::slab_bytes(1), 1);
     let first: Vec<_> = (0..capacity).map(|_| f.alloc(20)).collect();
     let second = f.alloc(20);
     assert_ne!(slab_of(second), slab_of(first[0]));
-    // The first slab regains a free slot and joins the list beside the second.
-    f.free(first[0]);
-    assert_eq!(f.front.slabs, 2);
-    // The second empties while the first still has a free slot: released.
+    f.free(first[3]);
     f.free(second);
-    assert_eq!(f.front.slabs, 1);
-    for &block in &first[1..] {
+    assert_eq!(f.alloc(20), second);
+    assert_eq!(f.alloc(20), first[3]);
+}
+
+/// The last `CACHED` slots freed wait in the front's state, untouched: their first word keeps
+/// what the program wrote (on Gear, the allocator neither reads nor writes their pages), and
+/// they come back last in, first out; the next ones freed go onto the list.
+#[cfg(not(heapworks_small_state))]
+#[test]
+fn freed_slots_wait_untouched_in_the_cache_then_go_onto_the_list() {
+    let mut f = fixture(64 * 1024);
+    let class = slab::class_of(24);
+    let blocks: Vec<_> = (0..super::CACHED + 2).map(|_| f.alloc(24)).collect();
+    for (k, &block) in blocks.iter().enumerate() {
+        // SAFETY: the block is live with at least a word.
+        unsafe { block.cast::<usize>().write(0x5eed_0000 + k) };
+    }
+    let list_before = f.front.free[class];
+    for &block in &blocks[..super::CACHED] {
         f.free(block);
     }
-    assert_eq!(f.front.slabs, 1, "the class's last slab is kept");
+    assert_eq!(usize::from(f.front.cached[class]), super::CACHED);
+    assert_eq!(
+        f.front.free[class], list_before,
+        "nothing went onto the list"
+    );
+    for (k, &block) in blocks[..super::CACHED].iter().enumerate() {
+        // SAFETY: a cached slot is free memory of the fixture; reading it is a test's peek.
+        assert_eq!(unsafe { block.cast::<usize>().read() }, 0x5eed_0000 + k);
+    }
+    f.free(blocks[super::CACHED]);
+    assert_eq!(
+        f.front.free[class],
+        blocks[super::CACHED].as_ptr(),
+        "the cache was full"
+    );
+    for &block in blocks[..super::CACHED].iter().rev() {
+        assert_eq!(f.alloc(24), block);
+    }
+    assert_eq!(f.alloc(24), blocks[super::CACHED]);
+}
+
+/// Checked builds catch a slot both cached and listed (the free slots then outnumber the
+/// slots not live; the walk stops at the first slot past the count).
+#[cfg(all(any(debug_assertions, feature = "checked"), not(heapworks_small_state)))]
+#[test]
+fn the_checker_catches_a_slot_both_cached_and_listed() {
+    let mut f = fixture(64 * 1024);
+    let a = f.alloc(40);
+    f.free(a);
+    let class = slab::class_of(40);
+    assert_eq!(f.front.cached[class], 1);
+    // SAFETY: `a` is a free slot; it is threaded onto the list as well.
+    unsafe { slab::set_next_free(a, f.front.free[class]) };
+    f.front.free[class] = a.as_ptr();
+    let found = f.front.check().unwrap_err();
+    assert_eq!(found.kind, CorruptionKind::BadSlab);
+}
+
+#[cfg(not(heapworks_small_state))]
+#[test]
+fn the_checker_catches_a_cached_address_that_is_no_slot() {
+    let mut f = fixture(64 * 1024);
+    let a = f.alloc(40);
+    let b = f.alloc(300);
+    f.free(a);
+    let class = slab::class_of(40);
+    f.front.cache[class][0] = b.as_ptr();
+    f.assert_fault(b.as_ptr().addr(), CorruptionKind::BadSlab);
+}
+
+#[test]
+fn trim_gives_back_exactly_the_slabs_whose_slots_are_all_free() {
+    let mut f = fixture(64 * 1024);
+    let capacity = slab::capacity(slab::slab_bytes(2), 2);
+    let blocks: Vec<_> = (0..3 * capacity).map(|_| f.alloc(40)).collect();
+    assert_eq!(slab_count(&f.front), 3);
+    // Empty the middle slab and half of the last one.
+    for &block in &blocks[capacity..2 * capacity + capacity / 2] {
+        f.free(block);
+    }
+    assert_eq!(slab_count(&f.front), 3, "the class still has live slots");
+    f.front.trim();
+    f.front.check().unwrap();
+    assert_eq!(slab_count(&f.front), 2);
+    // The half-free slab's slots still serve, the trimmed slab's are gone.
+    let again: Vec<_> = (0..capacity / 2).map(|_| f.alloc(40)).collect();
+    assert_eq!(slab_count(&f.front), 2);
+    for &block in again.iter().chain(&blocks[..capacity]) {
+        f.free(block);
+    }
+    for &block in &blocks[2 * capacity + capacity / 2..] {
+        f.free(block);
+    }
+    assert_eq!(f.front.trim(), 2);
+    assert_eq!(slab_count(&f.front), 0);
+    assert_eq!(f.front.stats().in_use, 0);
 }
 
 #[test]
@@ -173,7 +262,12 @@ fn realloc_stays_in_its_slot_while_it_fits_and_moves_otherwise() {
         assert_eq!(same, ptr);
         let other = f.front.realloc(same, layout(usable(ptr)), 100).unwrap();
         assert!(is_slot(other) && other != ptr);
-        assert_eq!(usable(other), slab::stride(slab::class_of(100)) - WORD);
+        // Grown: room for the next doubling.
+        assert_eq!(usable(other), slab::stride(slab::class_of(200)) - WORD);
+        let wider = f.front.realloc(other, layout(100), 200).unwrap();
+        assert_eq!(wider, other, "the doubling fits in place");
+        let other = f.front.realloc(wider, layout(200), 100).unwrap();
+        assert_eq!(other, wider, "a shrink stays in place");
         assert!((0..20).all(|i| *other.as_ptr().add(i) == 0xAB));
         f.front.check().unwrap();
         let heap_block = f.front.realloc(other, layout(100), 1000).unwrap();
@@ -239,72 +333,88 @@ fn the_checker_catches_a_corrupt_tag() {
     f.assert_fault(a.as_ptr().addr() - WORD, CorruptionKind::BadSlab);
 }
 
-#[test]
-fn the_checker_catches_a_wrong_live_count() {
-    let mut f = fixture(64 * 1024);
-    let a = f.alloc(40);
-    let slab = slab_of(a);
-    // SAFETY: `slab` is a slab of the fixture.
-    unsafe { (*slab.as_ptr()).live += 1 };
-    f.assert_fault(slab.as_ptr().addr(), CorruptionKind::BadSlab);
-}
-
+/// Checked builds catch a live slot in a free list (release builds keep no live bit to see it
+/// by), whether it is added to the list or swapped in for a free one.
+#[cfg(any(debug_assertions, feature = "checked"))]
 #[test]
 fn the_checker_catches_a_live_slot_in_the_free_list() {
     let mut f = fixture(64 * 1024);
     let a = f.alloc(40);
-    let slab = slab_of(a);
-    // SAFETY: `slab` is a slab of the fixture; `a` becomes its free list's head while live,
-    // and is linked to the rest of the list so the count still matches but for `a`.
+    let class = slab::class_of(40);
+    // SAFETY: `a` is a live slot; it becomes the free list's head while live.
+    unsafe { slab::set_next_free(a, f.front.free[class]) };
+    f.front.free[class] = a.as_ptr();
+    f.assert_fault(a.as_ptr().addr(), CorruptionKind::BadSlab);
+}
+
+#[cfg(any(debug_assertions, feature = "checked"))]
+#[test]
+fn the_checker_catches_a_free_slot_missing_from_its_list() {
+    let mut f = fixture(64 * 1024);
+    let _a = f.alloc(40);
+    let class = slab::class_of(40);
+    let head = NonNull::new(f.front.free[class]).unwrap();
+    // SAFETY: `head` is a free slot; the list now starts after it.
+    f.front.free[class] = unsafe { slab::next_free(head) };
+    let list = core::ptr::from_ref(&f.front.free[class]).addr();
+    f.assert_fault(list, CorruptionKind::BadSlab);
+}
+
+#[cfg(any(debug_assertions, feature = "checked"))]
+#[test]
+fn the_checker_catches_a_live_slot_swapped_into_the_free_list() {
+    let mut f = fixture(64 * 1024);
+    let a = f.alloc(40);
+    let class = slab::class_of(40);
+    // SAFETY: `a` replaces the free list's head, linked to the rest past it.
     unsafe {
-        let header = &mut *slab.as_ptr();
-        let rest = header.free;
-        slab::set_next_free(a, slab::next_free(NonNull::new(rest).unwrap()));
-        header.free = a.as_ptr();
+        let rest = NonNull::new(f.front.free[class]).unwrap();
+        slab::set_next_free(a, slab::next_free(rest));
     }
+    f.front.free[class] = a.as_ptr();
     f.assert_fault(a.as_ptr().addr(), CorruptionKind::BadSlab);
 }
 
 #[test]
 fn the_checker_catches_a_ring_in_a_free_list() {
     let mut f = fixture(64 * 1024);
-    let a = f.alloc(40);
-    let slab = slab_of(a);
-    // SAFETY: `slab` is a slab of the fixture with a free slot; it now links to itself.
-    unsafe {
-        let head = NonNull::new((*slab.as_ptr()).free).unwrap();
-        slab::set_next_free(head, head.as_ptr());
-    }
-    f.assert_fault(slab.as_ptr().addr(), CorruptionKind::BadSlab);
+    let _a = f.alloc(40);
+    let class = slab::class_of(40);
+    let head = NonNull::new(f.front.free[class]).unwrap();
+    // SAFETY: `head` is a free slot of the fixture; it now links to itself.
+    unsafe { slab::set_next_free(head, head.as_ptr()) };
+    f.assert_fault(head.as_ptr().addr(), CorruptionKind::BadSlab);
 }
 
 #[test]
-fn the_checker_catches_a_partial_slab_missing_from_its_list() {
+fn the_checker_catches_a_slot_of_another_class_in_a_free_list() {
+    let mut f = fixture(64 * 1024);
+    let _a = f.alloc(40);
+    let _b = f.alloc(8);
+    f.front.free.swap(slab::class_of(40), slab::class_of(8));
+    let wrong = f.front.free[slab::class_of(8)].addr();
+    f.assert_fault(wrong, CorruptionKind::BadSlab);
+}
+
+#[test]
+fn the_checker_catches_a_slab_missing_from_its_list() {
     let mut f = fixture(64 * 1024);
     let a = f.alloc(40);
-    let slab = slab_of(a);
-    f.front.partial[slab::class_of(40)] = core::ptr::null_mut();
-    let heads = core::ptr::from_ref(&f.front.partial).addr();
+    let class = slab::class_of(40);
+    f.front.slabs[class] = core::ptr::null_mut();
+    let heads = core::ptr::from_ref(&f.front.slabs[class]).addr();
     f.assert_fault(heads, CorruptionKind::BadSlab);
-    f.front.partial[slab::class_of(40)] = slab.as_ptr();
+    f.front.slabs[class] = slab_of(a).as_ptr();
     f.front.check().unwrap();
 }
 
 #[test]
-fn the_checker_catches_a_list_entry_of_another_class() {
+fn the_checker_catches_a_slab_in_the_list_of_another_class() {
     let mut f = fixture(64 * 1024);
     let a = f.alloc(40);
-    f.front.partial.swap(slab::class_of(40), slab::class_of(8));
+    let _b = f.alloc(8);
+    f.front.slabs.swap(slab::class_of(40), slab::class_of(8));
     f.assert_fault(slab_of(a).as_ptr().addr(), CorruptionKind::BadSlab);
-}
-
-#[test]
-fn the_checker_catches_a_wrong_slab_count() {
-    let mut f = fixture(64 * 1024);
-    let _a = f.alloc(40);
-    f.front.slabs += 1;
-    let heads = core::ptr::from_ref(&f.front.partial).addr();
-    f.assert_fault(heads, CorruptionKind::BadSlab);
 }
 
 #[test]
@@ -312,7 +422,7 @@ fn every_class_fills_and_empties_cleanly() {
     let mut f = fixture(256 * 1024);
     let mut blocks = Vec::new();
     // Miri spends its time on the checker's walk after every free.
-    let per_class = if cfg!(miri) { 2 } else { 20 };
+    let per_class: usize = if cfg!(miri) { 2 } else { 20 };
     for class in 0..CLASSES {
         let size = (slab::stride(class) - WORD).min(slab::MAX_SMALL);
         blocks.extend((0..per_class).map(|_| f.alloc(size)));
@@ -322,8 +432,11 @@ fn every_class_fills_and_empties_cleanly() {
     for block in blocks {
         f.free(block);
     }
-    assert_eq!(f.front.slabs, CLASSES);
-    f.front.trim();
+    let slabs: usize = (0..CLASSES)
+        .map(|class| per_class.div_ceil(slab::capacity(slab::slab_bytes(class), class)))
+        .sum();
+    assert_eq!(slab_count(&f.front), slabs);
+    assert_eq!(f.front.trim(), slabs);
     assert_eq!(f.front.stats().in_use, 0);
 }
 
@@ -383,7 +496,10 @@ mod misuse {
         };
         // The slot's payload holds a word that looks like a tag with a wrong offset.
         // SAFETY: `a` is live with at least 100 bytes.
-        unsafe { a.cast::<usize>().write(slab::tag(GRANULE * 2, true)) };
+        unsafe {
+            a.cast::<usize>()
+                .write(slab::tag(slab::class_of(100), GRANULE * 2) | 1)
+        };
         for wrong in [inside, header, past] {
             let addr = wrong.as_ptr().addr();
             assert!(f.front.validate(wrong).is_err(), "{addr:#x} passed");
@@ -403,10 +519,12 @@ mod misuse {
     fn a_slot_of_a_released_slab_is_foreign() {
         let mut f = fixture(64 * 1024);
         let capacity = slab::capacity(slab::slab_bytes(2), 2);
-        let first: Vec<_> = (0..capacity).map(|_| f.alloc(40)).collect();
-        let lone = f.alloc(40);
-        f.free(first[0]);
-        f.free(lone);
+        let blocks: Vec<_> = (0..capacity + 1).map(|_| f.alloc(40)).collect();
+        for &block in &blocks {
+            f.free(block);
+        }
+        f.front.trim();
+        let lone = blocks[capacity];
         // SAFETY: misuse on purpose, caught as above.
         let message = caught(&mut f, |front| unsafe { front.free(lone) });
         assert!(message.contains("not allocated by this heap"), "{message}");
@@ -426,11 +544,64 @@ mod misuse {
     fn a_live_tag_bit_follows_the_slot() {
         let mut f = fixture(64 * 1024);
         let a = f.alloc(24);
-        assert_ne!(
-            // SAFETY: `a` is live.
-            unsafe { slab::tag_of(a) } & LIVE,
-            0
-        );
+        // SAFETY: `a` is live.
+        assert_ne!(unsafe { slab::tag_of(a) } & super::super::slab::LIVE, 0);
         f.free(a);
+        // SAFETY: `a`'s slab is held (its class's only one).
+        assert_eq!(unsafe { slab::tag_of(a) } & super::super::slab::LIVE, 0);
     }
+}
+
+/// A front with static slabs: a planned class's first slab comes from the area (the next one
+/// from the heap), an unplanned class's from the heap; entries that do not fit are skipped;
+/// the checker verifies static slabs too; trim keeps them; their slots validate.
+#[test]
+fn static_slabs_serve_planned_classes_first_and_stay() {
+    static PLAN: [(usize, usize); 3] = [(8, 4), (40, 2), (200, 8)];
+    let mut area = vec![0u128; 16];
+    let mut memory = vec![0u128; 64 * 1024 / 16];
+    // SAFETY: `area` and `memory` outlive the front and nothing else uses them.
+    let mut front = unsafe {
+        let mut front = FrontHeap::with_static_slabs(area.as_mut_ptr().cast(), 256, &PLAN);
+        front.claim(memory.as_mut_ptr().cast(), 64 * 1024).unwrap();
+        front
+    };
+    let in_area = |ptr: NonNull<u8>| ptr.as_ptr().addr().wrapping_sub(area.as_ptr().addr()) < 256;
+    let in_use = front.stats().in_use;
+    let small: Vec<_> = (0..5).map(|_| front.allocate(layout(8)).unwrap()).collect();
+    assert!(
+        small[..4].iter().all(|&p| in_area(p)),
+        "four static slots of 8 B"
+    );
+    assert!(!in_area(small[4]), "then a heap slab");
+    let mid: Vec<_> = (0..2)
+        .map(|_| front.allocate(layout(40)).unwrap())
+        .collect();
+    assert!(mid.iter().all(|&p| in_area(p)));
+    let large = front.allocate(layout(200)).unwrap();
+    assert!(!in_area(large), "eight 208 B slots do not fit: skipped");
+    front.check().unwrap();
+    for &ptr in small.iter().chain(&mid).chain([&large]) {
+        assert_eq!(front.validate(ptr), Ok(()));
+        // SAFETY: each block is live and freed once.
+        unsafe { front.free(ptr) };
+        front.check().unwrap();
+    }
+    // The heap's slabs go back; the static ones stay (and do not count in the heap's stats).
+    assert_eq!(front.trim(), 2);
+    assert_eq!(slab_count(&front), 2);
+    assert_eq!(front.stats().in_use, in_use);
+    assert!(in_area(front.allocate(layout(8)).unwrap()));
+    front.check().unwrap();
+}
+
+/// `--cfg heapworks_small_state` keeps a front's whole state (the heap's bins and the front's class
+/// lists) within 512 B on 32-bit targets (504 B for i686 and wasm32). That a `static` heap's
+/// state lands in `.bss` (starts all zeros) is checked on the wasm32 guests
+/// (`heapworks-gas/tests/guest_module.rs`).
+#[cfg(all(heapworks_small_state, target_pointer_width = "32"))]
+#[test]
+fn a_small_state_front_fits_in_512_bytes() {
+    let size = core::mem::size_of::<FrontHeap>();
+    assert!(size <= 512, "{size} B");
 }

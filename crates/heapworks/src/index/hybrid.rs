@@ -26,7 +26,7 @@ use crate::index::{Bins, Index};
 /// Chunks from this size up go to the tree: the first size above the exact bins.
 pub(crate) const TREE_FROM: usize = EXACT_LIMIT;
 
-/// The exact bins below 2 KiB (1 KiB on 32-bit targets) and a splay tree above.
+/// The exact bins below 2 KiB (256 B on 32-bit targets) and a splay tree above.
 /// `Heap::<Hybrid>::empty()` builds a heap on it.
 pub struct Hybrid {
     bins: Bins,

@@ -18,7 +18,7 @@
 //! - [`SegregatedLists`]: the classic baseline, one list per power of two of sizes and no
 //!   bitmap, first fit in the request's own class (invariants in `index/segregated.rs`);
 //! - [`Hybrid`]: the exact bins for small chunks, the splay tree from 2 KiB
-//!   up (1 KiB on 32-bit targets), as dlmalloc has small bins and tree bins (invariants in
+//!   up (256 B on 32-bit targets), as dlmalloc has small bins and tree bins (invariants in
 //!   `index/hybrid.rs`).
 //!
 //! Contract every index keeps (the heap relies on it, [`crate::Heap::check`] verifies it

@@ -5,9 +5,9 @@
 //! own allocator does.
 //!
 //! Invariants:
-//! - The first block is the rest of the page that holds `__heap_base` (the pages before it are
-//!   the program's static memory); later blocks are whole pages from `alloc`, which extend the
-//!   heap's region in place when they follow it.
+//! - The memory is the rest of the page that holds `__heap_base` (the pages before it are the
+//!   program's static memory), then whole pages from `alloc`; it reaches the heap a Gear page
+//!   at a time (see `pages.rs`), extending the heap's region in place while it follows it.
 //! - `u32::MAX` from `alloc` is a refusal.
 //! - Pages are never given back with `env.free_range`: by Gear's price list it never saves gas.
 //!   A page inside a free chunk is not touched while it stays free, so it costs nothing in later

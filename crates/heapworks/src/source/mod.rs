@@ -31,7 +31,6 @@ mod wasm32;
 
 use core::alloc::{GlobalAlloc, Layout};
 use core::cell::{Cell, UnsafeCell};
-use core::ops::ControlFlow;
 use core::ptr::{null_mut, NonNull};
 
 #[cfg(all(target_arch = "wasm32", feature = "gear-memory"))]
@@ -76,6 +75,10 @@ pub struct SourcedHeap<S, H = Heap> {
     source: UnsafeCell<S>,
     /// The region claimed last, `(base, size)`.
     last: Cell<Option<(NonNull<u8>, usize)>>,
+    /// Bytes obtained from the source in all.
+    obtained: Cell<usize>,
+    /// `obtained` when the engine last reclaimed its reserve before a growth.
+    reclaimed_at: Cell<usize>,
 }
 
 // SAFETY: `with_source` makes the program promise that no two threads use the heap at once.
@@ -92,6 +95,8 @@ impl<S: MemorySource> SourcedHeap<S> {
             heap: UnsafeCell::new(Heap::new()),
             source: UnsafeCell::new(source),
             last: Cell::new(None),
+            obtained: Cell::new(0),
+            reclaimed_at: Cell::new(0),
         }
     }
 }
@@ -102,10 +107,22 @@ impl<S: MemorySource> SourcedHeap<S, FrontHeap> {
     /// # Safety
     /// As for [`SourcedHeap::with_source`].
     pub const unsafe fn front_with_source(source: S) -> Self {
+        // SAFETY: forwarded from the caller.
+        unsafe { SourcedHeap::with_front(source, FrontHeap::new()) }
+    }
+
+    /// `front` (with no region yet, as [`FrontHeap::with_static_slabs`] makes one) that asks
+    /// `source` for memory at its first request.
+    ///
+    /// # Safety
+    /// As for [`SourcedHeap::with_source`].
+    pub const unsafe fn with_front(source: S, front: FrontHeap) -> Self {
         SourcedHeap {
-            heap: UnsafeCell::new(FrontHeap::new()),
+            heap: UnsafeCell::new(front),
             source: UnsafeCell::new(source),
             last: Cell::new(None),
+            obtained: Cell::new(0),
+            reclaimed_at: Cell::new(0),
         }
     }
 }
@@ -150,6 +167,7 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
         let Some((base, size)) = unsafe { self.source() }.grow(wanted) else {
             return false;
         };
+        self.obtained.set(self.obtained.get().saturating_add(size));
         // SAFETY: exclusive access, from the caller.
         let heap = unsafe { self.heap() };
         match self.last.get() {
@@ -177,60 +195,80 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
         }
     }
 
-    /// The slow path of a request the heap could not serve: up to [`GROWTH_ROUNDS`] growths,
-    /// each followed by another `attempt` (`Break` ends with its outcome, `Continue` means out
-    /// of memory still). The fast paths call the heap directly, whose results are one word,
-    /// so they need no stack frame in linear memory: on wasm32 a frame there is a store to a
-    /// page that Gear charges per message.
+    /// The slow path of a request the heap could not serve: an `attempt` after reclaiming
+    /// what the engine holds in reserve (a front's free slabs) when the heap has doubled since
+    /// the last time, then up to [`GROWTH_ROUNDS`] growths, each followed by another `attempt`,
+    /// and when the source refuses, a last `attempt` after reclaiming. Every result here is one
+    /// word (an attempt's too), so the slow path, like the fast paths, needs no stack frame in
+    /// linear memory: on wasm32 a frame there is a store to a page that Gear charges per
+    /// message, and a program's first allocation takes this path.
     ///
     /// # Safety
     /// Exclusive access to the heap and the source (the promise of `with_source`).
     #[cold]
-    unsafe fn grow_and_retry<T>(
+    #[inline(never)]
+    unsafe fn grow_and_retry(
         &self,
         layout: Layout,
-        mut attempt: impl FnMut(&mut H) -> ControlFlow<Option<T>>,
-    ) -> Option<T> {
-        let mut rounds = GROWTH_ROUNDS;
+        mut attempt: impl FnMut(&mut H) -> Option<NonNull<u8>>,
+    ) -> Option<NonNull<u8>> {
         // SAFETY: exclusive access, from the caller; each borrow of the heap ends before the
         // next growth.
+        if self.reclaim_due() && unsafe { self.heap() }.reclaim() {
+            // SAFETY: as above.
+            if let Some(block) = attempt(unsafe { self.heap() }) {
+                return Some(block);
+            }
+        }
+        let mut rounds = GROWTH_ROUNDS;
+        // SAFETY: as above.
         while rounds > 0 && unsafe { self.take_more(layout) } {
             rounds -= 1;
             // SAFETY: as above.
-            if let ControlFlow::Break(outcome) = attempt(unsafe { self.heap() }) {
-                return outcome;
+            if let Some(block) = attempt(unsafe { self.heap() }) {
+                return Some(block);
             }
         }
+        // The source refused: what the engine holds in reserve is the last resort.
+        // SAFETY: as above.
+        if unsafe { self.heap() }.reclaim() {
+            // SAFETY: as above.
+            return attempt(unsafe { self.heap() });
+        }
         None
+    }
+
+    /// Whether the heap has doubled since the engine last reclaimed its reserve (and so it is
+    /// reclaimed now, before growing): a reclaim walks what the engine holds (a front's slabs
+    /// and free slots), so reclaiming at every growth would cost the square of the heap's
+    /// size, and reclaiming at doublings costs a constant per byte grown.
+    fn reclaim_due(&self) -> bool {
+        let obtained = self.obtained.get();
+        let due = obtained - self.reclaimed_at.get() >= self.reclaimed_at.get();
+        if due {
+            self.reclaimed_at.set(obtained);
+        }
+        due
     }
 }
 
 /// An attempt to serve `layout` from the heap, for [`SourcedHeap::grow_and_retry`].
-fn allocate<H: Engine>(layout: Layout) -> impl FnMut(&mut H) -> ControlFlow<Option<NonNull<u8>>> {
-    move |heap| match heap.allocate(layout) {
-        Ok(block) => ControlFlow::Break(Some(block)),
-        Err(_) => ControlFlow::Continue(()),
-    }
+fn allocate<H: Engine>(layout: Layout) -> impl FnMut(&mut H) -> Option<NonNull<u8>> {
+    move |heap| heap.allocate(layout).ok()
 }
 
 /// An attempt to resize the block at `ptr` from `old` to `new`, for
 /// [`SourcedHeap::grow_and_retry`]. The first attempt, before any growth, validated the block
 /// (a checked build reports misuse there), and growth changes no block: misuse cannot show up
-/// here, and if it did the request would fail with null.
+/// here, and if it did it would count as out of memory (the request fails with null).
 fn resize<H: Engine>(
     ptr: NonNull<u8>,
     old: Layout,
     new: Layout,
-) -> impl FnMut(&mut H) -> ControlFlow<Option<NonNull<u8>>> {
-    move |heap| {
-        // SAFETY: the caller of `realloc` passed a live block with its layout, still live
-        // after every failed attempt.
-        match unsafe { heap.resize_or_misuse(ptr, old, new) } {
-            Ok(Ok(moved)) => ControlFlow::Break(Some(moved)),
-            Ok(Err(_)) => ControlFlow::Continue(()),
-            Err(_) => ControlFlow::Break(None),
-        }
-    }
+) -> impl FnMut(&mut H) -> Option<NonNull<u8>> {
+    // SAFETY: the caller of `realloc` passed a live block with its layout, still live after
+    // every failed attempt.
+    move |heap| unsafe { heap.resize_or_misuse(ptr, old, new) }.ok()?.ok()
 }
 
 // SAFETY: blocks come from the heap, which hands out each block once with the requested layout;
@@ -252,23 +290,24 @@ unsafe impl<S: MemorySource, H: Engine> GlobalAlloc for SourcedHeap<S, H> {
 
     #[inline]
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        let Some(ptr) = NonNull::new(ptr) else {
-            return;
+        // SAFETY: `GlobalAlloc::dealloc` is given a block this allocator handed out, never
+        // null; single-threaded, and the caller passes the block's layout.
+        let outcome = unsafe {
+            let ptr = NonNull::new_unchecked(ptr);
+            self.heap().deallocate_or_misuse(ptr, layout)
         };
-        // SAFETY: single-threaded, and the caller passes a live block with its layout.
-        if let Err(misuse) = unsafe { self.heap().deallocate_or_misuse(ptr, layout) } {
+        if let Err(misuse) = outcome {
             global::abort_on(&misuse);
         }
     }
 
     #[inline]
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let Some(ptr) = NonNull::new(ptr) else {
-            return null_mut();
-        };
-        let Ok(new) = Layout::from_size_align(new_size, layout.align()) else {
-            return null_mut();
-        };
+        // SAFETY: `GlobalAlloc::realloc` is given a block this allocator handed out, never null.
+        let ptr = unsafe { NonNull::new_unchecked(ptr) };
+        // SAFETY: `GlobalAlloc::realloc` promises that `new_size` rounded up to the alignment
+        // does not overflow `isize`, which is all a `Layout` asks of it.
+        let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
         // SAFETY: single-threaded; the caller passes a live block with its layout.
         let outcome = unsafe { self.heap().resize_or_misuse(ptr, layout, new) };
         match outcome {

@@ -1,9 +1,10 @@
 //! [`WasmMemory`]: the memory source of standard wasm32 programs, `memory.grow`.
 //!
 //! Invariants:
-//! - The first block is everything from `__heap_base` to the end of the memory the module
-//!   starts with; later pages come from `memory.grow`, which appends them at the memory's end,
-//!   so they extend the heap's region in place unless someone else grew the memory meanwhile.
+//! - The memory is everything from `__heap_base` to the end of the memory the module starts
+//!   with, then pages from `memory.grow`, which appends them at the memory's end; it reaches
+//!   the heap a Gear page at a time (see `pages.rs`), extending the heap's region in place
+//!   unless someone else grew the memory meanwhile.
 //! - `memory.grow` returning -1 (`usize::MAX`) is a refusal.
 
 use core::arch::wasm32;
