@@ -15,6 +15,7 @@ use core::ptr::{null_mut, NonNull};
 
 use heapworks::GRANULE;
 
+use crate::address_map;
 use crate::central;
 use crate::config;
 use crate::fault;
@@ -26,7 +27,7 @@ use crate::size_class::{
     SLOT_AREAS, SMALL_MAX_REQUEST,
 };
 use crate::stats::{bump, COUNTERS};
-use crate::tcache;
+use crate::thread;
 use crate::tiny::{self, SLOT_CLASSES, SLOT_MAX_REQUEST};
 
 /// The largest request that can succeed (glibc's limit too: `PTRDIFF_MAX`).
@@ -46,7 +47,7 @@ const SHRINK_SLACK: usize = 256;
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
     if size <= SMALL_MAX_REQUEST {
         // SAFETY: the list of a small request is a valid list.
-        if let Some(block) = unsafe { tcache::pop_at(list_offset_of_request(size)) } {
+        if let Some(block) = unsafe { thread::pop_at(list_offset_of_request(size)) } {
             return block.as_ptr().cast();
         }
     }
@@ -58,26 +59,17 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 #[inline(never)]
 extern "C" fn allocate_slow(size: usize) -> *mut c_void {
     let block = if size <= SLOT_MAX_REQUEST {
-        tcache::pop_slot(slot_class_of_request(size))
+        thread::pop_slot(slot_class_of_request(size))
     } else if size <= SMALL_MAX_REQUEST {
-        tcache::pop_slow(class_of_request(size))
+        thread::pop_slow(class_of_request(size))
     } else if size <= LARGE_MIN {
-        tcache::pop_medium(size).or_else(|| allocate_medium_central(size))
+        thread::pop_medium(size).or_else(|| thread::allocate_medium(size))
     } else if size <= MAX_REQUEST {
-        allocate_large(size, GRANULE).map(|large| large.ptr)
+        thread::allocate_large(size, GRANULE).map(|large| large.ptr)
     } else {
         None
     };
     out_of_memory_if_none(block)
-}
-
-/// A large block; when the kernel refuses its mapping, the address space reserved but unused
-/// is given back (see [`central::make_room`]) and it is tried once more.
-fn allocate_large(size: usize, align: usize) -> Option<large::LargeBlock> {
-    large::allocate(size, align).or_else(|| {
-        central::make_room();
-        large::allocate(size, align)
-    })
 }
 
 /// The block's pointer, or NULL with errno `ENOMEM`.
@@ -91,15 +83,8 @@ fn out_of_memory_if_none(block: Option<NonNull<u8>>) -> *mut c_void {
     }
 }
 
-/// A medium request the thread's medium cache could not serve.
-fn allocate_medium_central(size: usize) -> Option<NonNull<u8>> {
-    bump(&COUNTERS.medium_from_central);
-    allocate_central(size, GRANULE)
-}
-
 fn allocate_central(size: usize, align: usize) -> Option<NonNull<u8>> {
-    let layout = Layout::from_size_align(size, align).ok()?;
-    central::lock().allocate(layout)
+    thread::allocate_core(Layout::from_size_align(size, align).ok()?)
 }
 
 /// Frees a block from any function of this family; NULL is ignored. Keeps errno.
@@ -133,11 +118,11 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
     if area < SLOT_CLASSES {
         // SAFETY: a pointer in a slot area is not NULL, and one the caller frees is a live
         // slot of that area.
-        return unsafe { tcache::push_slot(NonNull::new_unchecked(ptr), area) };
+        return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
     }
     if area < SLOT_AREAS {
         // SAFETY: as above.
-        return unsafe { tcache::push_slot(NonNull::new_unchecked(ptr), area) };
+        return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
     }
     let Some(block) = NonNull::new(ptr) else {
         return;
@@ -161,7 +146,7 @@ unsafe fn free_with_header(block: NonNull<u8>) {
         if class > MAX_CLASS {
             return free_medium(block);
         }
-        if !tcache::push(block, class) {
+        if !thread::push(block, class) {
             free_small_slow(block);
         }
     }
@@ -175,14 +160,14 @@ unsafe fn free_with_header(block: NonNull<u8>) {
 #[inline(never)]
 unsafe extern "C" fn free_small_slow(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
-    unsafe { tcache::push_slow(block, class_of_usable(central::usable_size(block))) }
+    unsafe { thread::push_slow(block, class_of_usable(central::usable_size(block))) }
 }
 
 /// # Safety
 /// `block` is a live central-heap block above the small classes, not used after this call.
 #[inline(never)]
 unsafe extern "C" fn free_medium(block: NonNull<u8>) {
-    if !central::holds(block) {
+    if address_map::owner(block.as_ptr().addr()).is_none() {
         fault::invalid_pointer("free", block.as_ptr());
     }
     // SAFETY: the block lies in the central heap's span: its header word is readable.
@@ -201,12 +186,12 @@ unsafe extern "C" fn free_medium(block: NonNull<u8>) {
         // SAFETY: forwarded from the caller.
         if let Some((evicted, bytes)) = unsafe { secure::free(block) } {
             // SAFETY: the block left the quarantine, checked.
-            unsafe { tcache::release_evicted(evicted, bytes) };
+            unsafe { thread::release_evicted(evicted, bytes) };
         }
         return;
     }
     // SAFETY: forwarded from the caller.
-    unsafe { tcache::push_medium(block, central::usable_size(block)) }
+    unsafe { thread::push_medium(block, central::usable_size(block)) }
 }
 
 /// # Safety
@@ -214,7 +199,7 @@ unsafe extern "C" fn free_medium(block: NonNull<u8>) {
 #[inline(never)]
 unsafe extern "C" fn free_large(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
-    unsafe { large::free(block) }
+    unsafe { thread::free_large(block) }
 }
 
 /// C23's `free_sized`: frees `ptr` (the size is not needed).
@@ -251,7 +236,7 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
         return null_mut();
     };
     if total > LARGE_MIN {
-        let block = allocate_large(total, GRANULE);
+        let block = thread::allocate_large(total, GRANULE);
         if let Some(large) = &block {
             if !large.zeroed {
                 // SAFETY: the block holds `total` bytes.
@@ -277,7 +262,7 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
 /// be had, holds at least as much as the slot.)
 #[inline(always)]
 fn calloc_slot(slot_class: usize) -> *mut c_void {
-    let Some(block) = tcache::pop_slot(slot_class) else {
+    let Some(block) = thread::pop_slot(slot_class) else {
         return out_of_memory_if_none(None);
     };
     let granules = block.cast::<u128>();
@@ -371,11 +356,12 @@ unsafe fn realloc_heap_block(block: NonNull<u8>, size: usize) -> *mut c_void {
 /// # Safety
 /// `block` is a live central-heap block of `usable` bytes; `size <= LARGE_MIN`.
 unsafe fn resize_with_headroom(block: NonNull<u8>, usable: usize, size: usize) -> bool {
-    let mut central = central::lock();
     // SAFETY: forwarded from the caller.
     unsafe {
-        (size > usable && central.resize_in_place(block, size + size / GROWTH_HEADROOM_DIVISOR))
-            || central.resize_in_place(block, size)
+        thread::resize_in_place(block, |central| {
+            (size > usable && central.resize_in_place(block, size + size / GROWTH_HEADROOM_DIVISOR))
+                || central.resize_in_place(block, size)
+        })
     }
 }
 
@@ -389,7 +375,7 @@ unsafe fn realloc_large(block: NonNull<u8>, size: usize) -> *mut c_void {
     }
     // SAFETY: `block` is live (and stays so when `large::realloc` fails).
     let resized = unsafe { large::realloc(block, size) }.or_else(|| {
-        central::make_room();
+        thread::make_room();
         // SAFETY: as above.
         unsafe { large::realloc(block, size) }
     });
@@ -452,7 +438,7 @@ fn allocate_aligned(align: usize, size: usize) -> *mut c_void {
     let block = if size > MAX_REQUEST - align {
         None
     } else if size > LARGE_MIN || align > PAGE {
-        allocate_large(size, align).map(|large| large.ptr)
+        thread::allocate_large(size, align).map(|large| large.ptr)
     } else {
         bump(&COUNTERS.central_direct);
         allocate_central(size, align)
@@ -565,7 +551,7 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
                 large::Header::Live(_) => large::usable_size(block),
                 _ => 0,
             }
-        } else if central::holds(block) {
+        } else if address_map::owner(block.as_ptr().addr()).is_some() {
             central::usable_size(block)
         } else {
             0

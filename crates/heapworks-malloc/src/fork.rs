@@ -91,9 +91,9 @@ extern "C" fn prepare() {
     // SAFETY: glibc's recursive stream-list lock, released by `release_in_parent` (and reset by
     // glibc in the child).
     unsafe { _IO_list_lock() };
-    crate::central::lock_for_fork();
-    crate::large::lock_for_fork();
+    crate::arena::lock_all_for_fork();
     crate::tiny::lock_for_fork();
+    crate::large::lock_for_fork();
     crate::secure::lock_for_fork();
     OWNER.store(me, Ordering::Relaxed);
 }
@@ -120,9 +120,9 @@ unsafe fn unlock_ours() {
     // SAFETY: forwarded from the caller.
     unsafe {
         crate::secure::unlock_after_fork();
-        crate::tiny::unlock_after_fork();
         crate::large::unlock_after_fork();
-        crate::central::unlock_after_fork();
+        crate::tiny::unlock_after_fork();
+        crate::arena::unlock_all_after_fork();
     }
 }
 
@@ -139,6 +139,8 @@ extern "C" fn release_in_parent() {
 
 extern "C" fn release_in_child() {
     if outermost_owner() {
+        // The other threads are gone: their arenas are free for adoption.
+        crate::arena::keep_only(crate::thread::owned_arena());
         // SAFETY: `prepare` took the locks in the thread that is the child's only one; glibc
         // has reset the list lock itself.
         unsafe { unlock_ours() };

@@ -78,7 +78,9 @@
 #[cfg(not(all(target_arch = "x86_64", target_os = "linux")))]
 compile_error!("heapworks-malloc supports x86-64 Linux only");
 
+mod address_map;
 pub mod api;
+mod arena;
 mod central;
 mod config;
 mod fault;
@@ -93,7 +95,7 @@ mod panic;
 mod secure;
 mod size_class;
 mod stats;
-mod tcache;
+mod thread;
 mod tiny;
 
 pub use api::{
@@ -109,7 +111,7 @@ extern "C" fn on_load() {
     if config::secure() {
         secure::report_faults();
     }
-    tcache::exit_key();
+    thread::exit_key();
     fork::register();
 }
 

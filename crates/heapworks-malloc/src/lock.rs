@@ -65,6 +65,17 @@ impl<T> SpinLock<T> {
         SpinGuard { lock: self }
     }
 
+    /// Takes the lock if it is free at once.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        (!self.locked.load(Ordering::Relaxed)
+            && self
+                .locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok())
+        .then_some(SpinGuard { lock: self })
+    }
+
     #[cold]
     fn lock_contended(&self) {
         loop {

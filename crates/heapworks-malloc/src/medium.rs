@@ -45,11 +45,16 @@
 use core::alloc::Layout;
 use core::ptr::NonNull;
 
+use crate::address_map;
 use crate::central::{self, Central};
 use crate::link;
 use crate::stats::{add, bump, COUNTERS};
 
 const WORD: usize = core::mem::size_of::<usize>();
+
+/// Where blocks the cache gives up go (the thread's router to their arenas: see
+/// [`crate::thread`]); each is a live core-heap block handed over for good.
+pub(crate) type Release<'a> = &'a mut dyn FnMut(NonNull<u8>);
 /// log2 of the bins per power of two.
 const SUB_BINS_LOG2: u32 = 3;
 const SUB_BINS: usize = 1 << SUB_BINS_LOG2;
@@ -147,16 +152,15 @@ impl MediumCache {
         Some(block)
     }
 
-    /// Gives every cached block, then the cache's own block, back to the central heap (thread
-    /// exit).
+    /// Gives every cached block, then the cache's own block, to `release` (thread exit).
     ///
     /// # Safety
-    /// `cache` was made by [`MediumCache::create`] with this heap and is not used afterwards.
-    pub(crate) unsafe fn destroy(cache: NonNull<MediumCache>, central: &mut Central) {
-        // SAFETY: the cache is live and ours until its block is freed, which ends its use.
+    /// `cache` was made by [`MediumCache::create`] and is not used afterwards.
+    pub(crate) unsafe fn destroy(cache: NonNull<MediumCache>, release: Release<'_>) {
+        // SAFETY: the cache is live and ours until its block is released, which ends its use.
         unsafe {
-            (*cache.as_ptr()).release_all(central);
-            central.free(cache.cast());
+            (*cache.as_ptr()).release_all(release);
+            release(cache.cast());
         }
     }
 
@@ -214,7 +218,7 @@ impl MediumCache {
             let rest = link::next(block);
             // A link that leads out of the central heap was overwritten (a write after free,
             // or an overflow from the block before): caught before it is followed.
-            if NonNull::new(rest).is_some_and(|rest| !central::holds(rest)) {
+            if !rest.is_null() && address_map::owner(rest.addr()).is_none() {
                 crate::fault::corrupted_link(block.as_ptr());
             }
             match before {
@@ -297,9 +301,9 @@ impl MediumCache {
     /// As for [`MediumCache::push`]; the cache is live.
     pub(crate) unsafe fn push_after_release(
         &mut self,
-        central: &mut Central,
         block: NonNull<u8>,
         usable: usize,
+        release: Release<'_>,
     ) {
         let bin = bin_of(usable + WORD);
         if bin < BINS {
@@ -307,29 +311,29 @@ impl MediumCache {
                 // No block was taken from the cache since it last gave any back: the thread
                 // only frees medium blocks (a consumer of another thread's), so keeping some
                 // serves nobody, and giving all back at once takes the lock once a budget.
-                self.release_all(central);
+                self.release_all(release);
             } else {
                 if self.rooms[bin] == 0 {
                     let keep = (limit(bin) / 2) as usize;
-                    self.release_tail(central, bin, keep);
+                    self.release_tail(release, bin, keep);
                 }
                 if !self.within_budget(usable) {
-                    self.release_oldest(central, usable);
+                    self.release_oldest(release, usable);
                 }
             }
             self.served = false;
         }
         // SAFETY: forwarded from the caller.
         if !unsafe { self.push(block, usable) } {
-            // SAFETY: as above; the block is not cached.
-            unsafe { central.free(block) };
+            // The block is not cached: it goes.
+            release(block);
         }
     }
 
     /// Gives back the oldest block of each non-empty bin in turn, from the one after the bin
     /// last released, until `usable` more bytes fit in three quarters of the budget or the
     /// cache is empty.
-    fn release_oldest(&mut self, central: &mut Central, usable: usize) {
+    fn release_oldest(&mut self, release: Release<'_>, usable: usize) {
         let target = self.budget - self.budget / 4;
         let cached = self.cached_bytes;
         let mut bin = self.next_victim;
@@ -337,7 +341,7 @@ impl MediumCache {
             bin = (bin + 1) % BINS;
             if !self.heads[bin].is_null() {
                 let len = (limit(bin) - self.rooms[bin]) as usize;
-                self.release_tail(central, bin, len - 1);
+                self.release_tail(release, bin, len - 1);
             }
         }
         self.next_victim = bin;
@@ -351,19 +355,15 @@ impl MediumCache {
         }
     }
     /// Gives every cached block back to the central heap.
-    fn release_all(&mut self, central: &mut Central) {
+    fn release_all(&mut self, release: Release<'_>) {
         for bin in 0..BINS {
-            self.release_bin(central, bin);
+            self.release_tail(release, bin, 0);
         }
-    }
-
-    fn release_bin(&mut self, central: &mut Central, bin: usize) {
-        self.release_tail(central, bin, 0);
     }
 
     /// Gives back the blocks of `bin` after its first `keep` (the older ones: a bin's list runs
     /// from the most recently freed block).
-    fn release_tail(&mut self, central: &mut Central, bin: usize, keep: usize) {
+    fn release_tail(&mut self, release: Release<'_>, bin: usize, keep: usize) {
         // SAFETY: a listed block is live and ours: its first word is the link, its header
         // gives its size, and blocks cut off the list are given back.
         unsafe {
@@ -384,7 +384,7 @@ impl MediumCache {
             while let Some(block) = NonNull::new(rest) {
                 rest = link::next(block);
                 self.cached_bytes -= central::usable_size(block);
-                central.free(block);
+                release(block);
                 released += 1;
             }
             self.rooms[bin] += released as u8;

@@ -135,6 +135,28 @@ pub(crate) fn reserve(len: usize) -> Option<NonNull<u8>> {
     mapping(len, libc::PROT_NONE)
 }
 
+/// Reserves `len` bytes (a multiple of `align`, a power of two of at least a page) of address
+/// space aligned to `align`, as [`reserve`] does: `len + align - PAGE` are reserved and the
+/// misaligned head and tail given back.
+pub(crate) fn reserve_aligned(len: usize, align: usize) -> Option<NonNull<u8>> {
+    let padded = len.checked_add(align - PAGE)?;
+    let base = reserve(padded)?;
+    let addr = base.as_ptr().addr();
+    let head = addr.next_multiple_of(align) - addr;
+    let tail = padded - head - len;
+    // SAFETY: the head and the tail are parts of the mapping just made, which nobody uses.
+    unsafe {
+        if head > 0 {
+            unmap(base, head);
+        }
+        let aligned = base.add(head);
+        if tail > 0 {
+            unmap(aligned.add(len), tail);
+        }
+        Some(aligned)
+    }
+}
+
 /// Makes `[addr, addr + len)` of a reservation readable and writable. Returns whether it could.
 ///
 /// # Safety

@@ -34,7 +34,7 @@ use core::ptr::NonNull;
 
 use crate::config::secret;
 use crate::lock::SpinLock;
-use crate::{central, fault, tiny};
+use crate::{fault, tiny};
 
 /// Blocks the quarantine holds at most.
 pub(crate) const QUARANTINE_BLOCKS: usize = 1024;
@@ -106,7 +106,7 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
             tiny::check_red_zones(block);
             bytes
         }
-        None => central::lock().validate(block, "free"),
+        None => crate::arena::validate(block, "free"),
     };
     // SAFETY: a valid block of `bytes >= 16` bytes (every block holds two words), which the
     // program gives up.
@@ -139,7 +139,7 @@ pub(crate) unsafe fn check_live(block: NonNull<u8>) {
             }
             bytes
         }
-        None => central::lock().validate(block, "realloc"),
+        None => crate::arena::validate(block, "realloc"),
     };
     // SAFETY: a valid block has a second word.
     if unsafe { block.cast::<usize>().add(1).read() } == secret() {

@@ -17,7 +17,7 @@
 
 use heapworks::GRANULE;
 
-use crate::tcache;
+use crate::thread;
 use crate::tiny::{SLOT_CLASSES, SLOT_MAX_REQUEST};
 
 const WORD: usize = core::mem::size_of::<usize>();
@@ -47,7 +47,7 @@ pub(crate) const SMALL_MAX_REQUEST: usize = MAX_CLASS * GRANULE - WORD;
 
 /// The thread-cache list serving a request of `n <= SMALL_MAX_REQUEST` bytes, at index `n`:
 /// a slot class's list up to `SLOT_MAX_REQUEST`, a class's above, as the list's byte offset
-/// (see [`tcache::list_offset`]) in words. `malloc` finds its list with one load and no
+/// (see [`thread::list_offset`]) in words. `malloc` finds its list with one load and no
 /// arithmetic: indexed by the request itself (no rounding to a step, two instructions fewer
 /// than a table of 8-byte steps), a byte an entry (1 KiB in all; the offsets fit, see the
 /// assertion), and the word count scaled back by the addressing mode; no branch on the size's
@@ -62,7 +62,7 @@ static LIST_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = {
             class_of_request(bytes)
         };
         assert!(list < LISTS);
-        let offset = tcache::list_offset(list);
+        let offset = thread::list_offset(list);
         assert!(offset.is_multiple_of(WORD) && offset / WORD <= u8::MAX as usize);
         lists[bytes] = (offset / WORD) as u8;
         bytes += 1;
@@ -71,7 +71,7 @@ static LIST_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = {
 };
 
 /// The thread-cache list serving a request of `bytes <= SMALL_MAX_REQUEST`, as a byte offset
-/// (see [`tcache::list_offset`]).
+/// (see [`thread::list_offset`]).
 #[inline(always)]
 pub(crate) fn list_offset_of_request(bytes: usize) -> usize {
     debug_assert!(bytes <= SMALL_MAX_REQUEST);

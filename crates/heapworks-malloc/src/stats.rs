@@ -55,10 +55,16 @@ pub(crate) struct Counters {
     /// Refills served by a batch of slots.
     pub(crate) slot_batches_taken: AtomicUsize,
     /// Times a refused mapping made the library give back address space it had reserved but
-    /// not used (see [`crate::central::make_room`]).
+    /// not used (see [`crate::thread::make_room`]).
     pub(crate) room_made: AtomicUsize,
     /// Reallocations that stayed in place.
     pub(crate) realloc_in_place: AtomicUsize,
+    /// Arenas claimed by starting threads (new or adopted after another thread's exit).
+    pub(crate) arenas_adopted: AtomicUsize,
+    /// Chains of blocks pushed onto another arena's remote list.
+    pub(crate) remote_pushes: AtomicUsize,
+    /// Blocks taken from remote lists and filed by their arena.
+    pub(crate) remote_filed: AtomicUsize,
     /// Reallocations that moved the block.
     pub(crate) realloc_moved: AtomicUsize,
 }
@@ -89,19 +95,33 @@ pub(crate) static COUNTERS: Counters = Counters {
     slot_batches_taken: AtomicUsize::new(0),
     room_made: AtomicUsize::new(0),
     realloc_in_place: AtomicUsize::new(0),
+    arenas_adopted: AtomicUsize::new(0),
+    remote_pushes: AtomicUsize::new(0),
+    remote_filed: AtomicUsize::new(0),
     realloc_moved: AtomicUsize::new(0),
 };
 
 /// Adds one to `counter`.
+/// Counters are kept only when they will be printed: one shared cache line written by every
+/// thread's slow paths would be a contention point of its own.
 #[inline]
 pub(crate) fn bump(counter: &AtomicUsize) {
+    add(counter, 1);
+}
+
+/// Adds one to `counter` whether or not statistics are asked for: for events rare enough
+/// (a thread's start and exit) to cost nothing, which may come before the constructor has
+/// read the environment.
+pub(crate) fn bump_always(counter: &AtomicUsize) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
 /// Adds `amount` to `counter`.
 #[inline]
 pub(crate) fn add(counter: &AtomicUsize, amount: usize) {
-    counter.fetch_add(amount, Ordering::Relaxed);
+    if crate::config::stats_at_exit() {
+        counter.fetch_add(amount, Ordering::Relaxed);
+    }
 }
 
 /// A fixed buffer that `write!` fills, dropping what does not fit: text formatted without
@@ -145,7 +165,13 @@ pub(crate) fn print_report() {
 }
 
 fn write_report(out: &mut StackText) -> fmt::Result {
-    let heap = crate::central::stats();
+    let (mut in_use, mut free, mut managed) = (0, 0, 0);
+    crate::arena::for_each(|arena| {
+        let stats = arena.core.stats();
+        in_use += stats.in_use;
+        free += stats.free;
+        managed += stats.managed;
+    });
     let c = &COUNTERS;
     let get = |counter: &AtomicUsize| counter.load(Ordering::Relaxed);
     writeln!(
@@ -155,8 +181,8 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  central heap: {} B in use (cached blocks included), {} B free, {} B managed",
-        heap.in_use, heap.free, heap.managed
+        "  core heaps: {} B in use (cached blocks included), {} B free, {} B managed",
+        in_use, free, managed
     )?;
     writeln!(
         out,
@@ -208,6 +234,13 @@ fn write_report(out: &mut StackText) -> fmt::Result {
         out,
         "  address space: {} times unused reservations given back after a refused mapping",
         get(&c.room_made)
+    )?;
+    writeln!(
+        out,
+        "  arenas: {} claimed by starting threads, {} chains of remote frees pushed, {} blocks filed from them",
+        get(&c.arenas_adopted),
+        get(&c.remote_pushes),
+        get(&c.remote_filed)
     )?;
     writeln!(
         out,

@@ -79,7 +79,7 @@
 //!   its class's refills take its slots (the tiny areas' refills always do).
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use heapworks::GRANULE;
 
@@ -245,17 +245,15 @@ struct SlabMeta {
     next: u32,
     /// The previous slab in the partial list (index plus one; 0: none).
     prev: u32,
+    /// The arena that started the slab, whose lists hold it for good (see [`crate::arena`]).
+    arena: AtomicU32,
     /// Secure mode: the slab's odd slots are red zones (see [`Slabs::shuffle_fresh`]); set
     /// once, under the lock, and read without it by [`check_red_zones`].
     red_zones: AtomicU32,
 }
 
-/// One area's slabs.
+/// One arena's lists of one area's slabs.
 struct Area {
-    /// Slabs ever started (a prefix of the area).
-    started: usize,
-    /// Slabs committed (a prefix, at least `started`).
-    committed: usize,
     partial: u32,
     empty: u32,
     empty_count: u32,
@@ -268,8 +266,6 @@ struct Area {
 
 impl Area {
     const NEW: Area = Area {
-        started: 0,
-        committed: 0,
         partial: 0,
         empty: 0,
         empty_count: 0,
@@ -420,53 +416,103 @@ unsafe fn write_batch_header(first: NonNull<u8>, next: *mut u8, len: u32) {
     };
 }
 
-/// The region and its areas' lists.
-pub(crate) struct Slabs {
-    /// The region's start (null: not reserved yet).
-    base: *mut u8,
+/// The region's start (null: not reserved yet); written once, under [`REGION`]'s lock.
+static BASE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The region's address space and every area's prefix of started slabs, shared by the
+/// arenas: taken only to start a slab (once per 64 KiB of new slots) or give back unused
+/// address space.
+pub(crate) struct Region {
     /// The reservation was tried and failed: the core serves every request.
     failed: bool,
     /// How the region's address space is held, so how a part of it is committed.
     backing: Backing,
-    /// The table: the slabs' metadata, in the area after the slots' (null: not reserved yet).
-    table: *mut SlabMeta,
     /// Rows of the table committed.
     table_rows: usize,
-    areas: [Area; SLOT_AREAS],
+    /// Slabs ever started in each area (a prefix of the area).
+    started: [usize; SLOT_AREAS],
+    /// Slabs committed in each area (a prefix, at least `started`).
+    committed: [usize; SLOT_AREAS],
 }
 
-// SAFETY: the region belongs to the allocator alone; nothing ties it to a thread.
-unsafe impl Send for Slabs {}
-
-static SLABS: SpinLock<Slabs> = SpinLock::new(Slabs {
-    base: core::ptr::null_mut(),
+static REGION: SpinLock<Region> = SpinLock::new(Region {
     failed: false,
     backing: Backing::Writable,
-    table: core::ptr::null_mut(),
     table_rows: 0,
-    areas: [Area::NEW; SLOT_AREAS],
+    started: [0; SLOT_AREAS],
+    committed: [0; SLOT_AREAS],
 });
 
-/// Locks the slabs.
-pub(crate) fn lock() -> SpinGuard<'static, Slabs> {
-    SLABS.lock()
+/// Locks the region (to give back unused address space).
+pub(crate) fn region() -> SpinGuard<'static, Region> {
+    REGION.lock()
 }
 
-/// Holds the slab lock across `fork` (prepare handler).
+/// Holds the region lock across `fork` (prepare handler).
 pub(crate) fn lock_for_fork() {
-    SLABS.lock_for_fork();
+    REGION.lock_for_fork();
 }
 
-/// Releases the slab lock after `fork` (parent and child handlers).
+/// Releases the region lock after `fork` (parent and child handlers).
 ///
 /// # Safety
 /// Called only by the fork handlers, after [`lock_for_fork`].
 pub(crate) unsafe fn unlock_after_fork() {
     // SAFETY: forwarded from the caller.
-    unsafe { SLABS.force_unlock() };
+    unsafe { REGION.force_unlock() };
+}
+
+/// The arena whose lists hold the slab of `slot`, a slot out of its slab.
+pub(crate) fn arena_of_slot(slot: NonNull<u8>) -> usize {
+    let offset = slot.as_ptr().addr() - BASE.load(Ordering::Relaxed).addr();
+    let (area, index) = (
+        offset >> STRIDE_SHIFT,
+        (offset & (STRIDE - 1)) >> SLAB_SHIFT,
+    );
+    // SAFETY: a slot out of its slab lies in a started slab, whose metadata is committed.
+    unsafe { (*meta_of(area, index)).arena.load(Ordering::Relaxed) as usize }
+}
+
+/// The first slot of slab `index` of `area` (meaningful once the region is reserved).
+fn slab(area: usize, index: usize) -> NonNull<u8> {
+    let slab = BASE
+        .load(Ordering::Relaxed)
+        .wrapping_add(area * STRIDE + index * SLAB_BYTES);
+    NonNull::new(slab).unwrap_or(NonNull::dangling())
+}
+
+/// The metadata of slab `index` of `area` (valid to use once its row is committed). The
+/// table interleaves the areas (slab 0 of every area, then slab 1, ...), so a program that
+/// uses each area a little touches one page of it, not one per area.
+#[inline(always)]
+fn meta_of(area: usize, index: usize) -> *mut SlabMeta {
+    table().wrapping_add(index * SLOT_AREAS + area)
+}
+
+/// The table: the slabs' metadata, in the area after the slots'.
+fn table() -> *mut SlabMeta {
+    BASE.load(Ordering::Relaxed)
+        .wrapping_add(SLOT_AREAS * STRIDE)
+        .cast::<SlabMeta>()
+}
+
+/// One arena's slabs: for each area the lists of the slabs it started (see the module docs),
+/// and its batches. Guarded by the arena's lock.
+pub(crate) struct Slabs {
+    /// The arena these lists belong to.
+    arena: u32,
+    areas: [Area; SLOT_AREAS],
 }
 
 impl Slabs {
+    /// An arena's empty lists.
+    pub(crate) const fn new(arena: usize) -> Slabs {
+        Slabs {
+            arena: arena as u32,
+            areas: [Area::NEW; SLOT_AREAS],
+        }
+    }
+
     /// Takes up to `count` slots of area `area` and links them into a list through their
     /// first words that ends in `rest`. Returns the list's head (`rest` when no slot could be
     /// had) and the number of slots taken.
@@ -484,7 +530,7 @@ impl Slabs {
             let Some(index) = self.partial_or_new(area) else {
                 break;
             };
-            let slab = self.slab(area, index);
+            let slab = slab(area, index);
             if config::secure() {
                 // SAFETY: `index` names a started slab; the lock is held.
                 unsafe { self.shuffle_fresh(area, index) };
@@ -492,7 +538,7 @@ impl Slabs {
             // SAFETY: `index` names a started slab, whose metadata and slots are committed;
             // the lock is held, and its free-listed and fresh slots are nobody's.
             unsafe {
-                let meta = &mut *self.meta(area, index);
+                let meta = &mut *meta_of(area, index);
                 while taken < count {
                     let Some(slot) = NonNull::new(meta.free) else {
                         break;
@@ -571,7 +617,7 @@ impl Slabs {
         let Some(first) = NonNull::new(head) else {
             return;
         };
-        let area = (head.addr() - self.base.addr()) >> STRIDE_SHIFT;
+        let area = area_of(head);
         let state = &mut self.areas[area];
         let batched = (state.batch_slots + count) as usize * slot_bytes(area);
         if batched <= BATCH_MAX_BYTES {
@@ -619,10 +665,10 @@ impl Slabs {
     /// The slab is started and the lock held.
     unsafe fn shuffle_fresh(&mut self, area: usize, index: usize) {
         let size = slot_bytes(area);
-        let slab = self.slab(area, index);
+        let slab = slab(area, index);
         // SAFETY: forwarded from the caller; the fresh slots are nobody's.
         unsafe {
-            let meta = &mut *self.meta(area, index);
+            let meta = &mut *meta_of(area, index);
             let from = meta.fresh as usize;
             let all = slots(area) as usize;
             if from == all {
@@ -661,13 +707,13 @@ impl Slabs {
     /// `slot` is a slot out of its slab that the caller gives up.
     #[inline(always)]
     pub(crate) unsafe fn give_back_one(&mut self, slot: NonNull<u8>) {
-        let offset = slot.as_ptr().addr() - self.base.addr();
+        let offset = slot.as_ptr().addr() - BASE.load(Ordering::Relaxed).addr();
         let area = offset >> STRIDE_SHIFT;
         let index = (offset & (STRIDE - 1)) >> SLAB_SHIFT;
         // SAFETY: a slot out of its slab lies in a started slab, whose metadata is committed;
         // the lock is held.
         unsafe {
-            let meta = &mut *self.meta(area, index);
+            let meta = &mut *meta_of(area, index);
             // Most slots go back to a slab that keeps others out and is on the partial list
             // already (it has a free list), which changes no list.
             if meta.used > 1 && !meta.free.is_null() {
@@ -690,7 +736,7 @@ impl Slabs {
     unsafe fn give_back_to_edge(&mut self, slot: NonNull<u8>, area: usize, index: usize) {
         // SAFETY: forwarded from the caller.
         unsafe {
-            let meta = &mut *self.meta(area, index);
+            let meta = &mut *meta_of(area, index);
             let was_full = meta.free.is_null() && meta.fresh == slots(area);
             link::set(slot, meta.free);
             meta.free = slot.as_ptr();
@@ -725,19 +771,91 @@ impl Slabs {
             self.areas[area].clean = self.pop(area, top);
             top
         } else {
-            self.start_new(area)?
+            REGION.lock().start_new(area, self.arena)?
         };
         self.link_partial(area, index);
         Some(index)
     }
 
+    /// An empty slab: kept resident if few others of its area are, else its pages go back
+    /// and it restarts.
+    fn retire_empty(&mut self, area: usize, index: usize) {
+        let state = &self.areas[area];
+        // Secure mode keeps every empty slab: restarting one shuffles (so touches) all of it.
+        if state.empty_count < EMPTY_KEPT || config::secure() {
+            let top = self.push(area, index, state.empty);
+            let state = &mut self.areas[area];
+            state.empty = top;
+            state.empty_count += 1;
+            return;
+        }
+        // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
+        // free list is dropped with its pages.
+        unsafe {
+            os::discard(slab(area, index), SLAB_BYTES);
+            let meta = &mut *meta_of(area, index);
+            meta.free = core::ptr::null_mut();
+            meta.fresh = 0;
+        }
+        bump(&COUNTERS.tiny_discards);
+        let top = self.push(area, index, self.areas[area].clean);
+        self.areas[area].clean = top;
+    }
+
+    fn link_partial(&mut self, area: usize, index: usize) {
+        let old = self.areas[area].partial;
+        // SAFETY: started slabs' metadata is committed; the lock is held.
+        unsafe {
+            let meta = &mut *meta_of(area, index);
+            meta.next = old;
+            meta.prev = 0;
+            if old != 0 {
+                (*meta_of(area, old as usize - 1)).prev = index as u32 + 1;
+            }
+        }
+        self.areas[area].partial = index as u32 + 1;
+    }
+
+    fn unlink_partial(&mut self, area: usize, index: usize) {
+        // SAFETY: as in `link_partial`; the slab is on the partial list.
+        unsafe {
+            let meta = &mut *meta_of(area, index);
+            let (next, prev) = (meta.next, meta.prev);
+            meta.next = 0;
+            meta.prev = 0;
+            if next != 0 {
+                (*meta_of(area, next as usize - 1)).prev = prev;
+            }
+            if prev != 0 {
+                (*meta_of(area, prev as usize - 1)).next = next;
+            } else {
+                self.areas[area].partial = next;
+            }
+        }
+    }
+
+    /// Links slab `index` of `area` on top of the stack whose top is `top`; returns the new
+    /// top.
+    fn push(&mut self, area: usize, index: usize, top: u32) -> u32 {
+        // SAFETY: started slabs' metadata is committed; the lock is held.
+        unsafe { (*meta_of(area, index)).next = top };
+        index as u32 + 1
+    }
+
+    /// Unlinks slab `index` of `area`, the top of a stack; returns the new top.
+    fn pop(&mut self, area: usize, index: usize) -> u32 {
+        // SAFETY: as in `push`.
+        unsafe { core::mem::take(&mut (*meta_of(area, index)).next) }
+    }
+}
+
+impl Region {
     /// Starts the next slab of `area` (reserving the region first), committing as needed.
-    fn start_new(&mut self, area: usize) -> Option<usize> {
-        if self.base.is_null() && !self.reserve() {
+    fn start_new(&mut self, area: usize, arena: u32) -> Option<usize> {
+        if BASE.load(Ordering::Relaxed).is_null() && !self.reserve() {
             return None;
         }
-        let state = &self.areas[area];
-        let (started, committed) = (state.started, state.committed);
+        let (started, committed) = (self.started[area], self.committed[area]);
         if started == MAX_SLABS {
             return None;
         }
@@ -747,17 +865,23 @@ impl Slabs {
                 return None;
             }
             // SAFETY: the range lies in the area, past its committed part.
-            if !unsafe { self.commit(self.slab(area, committed), step * SLAB_BYTES) } {
+            if !unsafe { self.commit(slab(area, committed), step * SLAB_BYTES) } {
                 return None;
             }
-            self.areas[area].committed += step;
+            self.committed[area] += step;
         }
         if started >= POPULATE_AFTER {
             // SAFETY: the slab is committed and nothing uses it yet.
-            unsafe { os::populate(self.slab(area, started), SLAB_BYTES) };
+            unsafe { os::populate(slab(area, started), SLAB_BYTES) };
         }
         bump(&COUNTERS.tiny_slabs);
-        self.areas[area].started += 1;
+        self.started[area] += 1;
+        // SAFETY: the slab's metadata row is committed; nothing else knows the slab yet.
+        unsafe {
+            (*meta_of(area, started))
+                .arena
+                .store(arena, Ordering::Relaxed)
+        };
         Some(started)
     }
 
@@ -766,7 +890,7 @@ impl Slabs {
         if rows <= self.table_rows {
             return true;
         }
-        let table = self.table.cast::<u8>();
+        let table = table().cast::<u8>();
         let (Some(from), Some(to)) = (
             os::round_to_pages(self.table_rows * ROW_BYTES),
             os::round_to_pages(rows * ROW_BYTES),
@@ -805,17 +929,17 @@ impl Slabs {
     /// stands in the way. The region stays ours in name (`END` is unchanged) and becomes
     /// [`Backing::Sparse`]: later commits map their range at its exact address.
     pub(crate) fn release_unused(&mut self) {
-        if self.base.is_null() || self.backing == Backing::Sparse {
+        if BASE.load(Ordering::Relaxed).is_null() || self.backing == Backing::Sparse {
             return;
         }
         for area in 0..SLOT_AREAS {
-            let from = self.slab(area, self.areas[area].committed);
-            let len = (MAX_SLABS - self.areas[area].committed) * SLAB_BYTES;
+            let from = slab(area, self.committed[area]);
+            let len = (MAX_SLABS - self.committed[area]) * SLAB_BYTES;
             // SAFETY: slabs past the committed ones are used by nothing.
             unsafe { release(from, len) };
         }
         let used = os::round_to_pages(self.table_rows * ROW_BYTES).unwrap_or(STRIDE);
-        let table = NonNull::new(self.table.cast::<u8>().wrapping_add(used));
+        let table = NonNull::new(table().cast::<u8>().wrapping_add(used));
         // SAFETY: the table's area past its committed rows is used by nothing.
         unsafe { release(table.unwrap_or(NonNull::dangling()), STRIDE - used) };
         self.backing = Backing::Sparse;
@@ -848,95 +972,9 @@ impl Slabs {
         // The region's addresses: mapped at exactly `HINT` (or, sparse, mapped there as
         // committed), by system calls whose results carry no provenance of their own.
         let base = core::ptr::with_exposed_provenance_mut::<u8>(HINT);
-        self.base = base;
-        self.table = base.wrapping_add(SLOT_AREAS * STRIDE).cast::<SlabMeta>();
+        BASE.store(base, Ordering::Relaxed);
         BASE_NEGATED.store(HINT.wrapping_neg(), Ordering::Relaxed);
         END.store(HINT + SPAN, Ordering::Relaxed);
         true
-    }
-
-    /// An empty slab: kept resident if few others of its area are, else its pages go back
-    /// and it restarts.
-    fn retire_empty(&mut self, area: usize, index: usize) {
-        let state = &self.areas[area];
-        // Secure mode keeps every empty slab: restarting one shuffles (so touches) all of it.
-        if state.empty_count < EMPTY_KEPT || config::secure() {
-            let top = self.push(area, index, state.empty);
-            let state = &mut self.areas[area];
-            state.empty = top;
-            state.empty_count += 1;
-            return;
-        }
-        // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
-        // free list is dropped with its pages.
-        unsafe {
-            os::discard(self.slab(area, index), SLAB_BYTES);
-            let meta = &mut *self.meta(area, index);
-            meta.free = core::ptr::null_mut();
-            meta.fresh = 0;
-        }
-        bump(&COUNTERS.tiny_discards);
-        let top = self.push(area, index, self.areas[area].clean);
-        self.areas[area].clean = top;
-    }
-
-    fn link_partial(&mut self, area: usize, index: usize) {
-        let old = self.areas[area].partial;
-        // SAFETY: started slabs' metadata is committed; the lock is held.
-        unsafe {
-            let meta = &mut *self.meta(area, index);
-            meta.next = old;
-            meta.prev = 0;
-            if old != 0 {
-                (*self.meta(area, old as usize - 1)).prev = index as u32 + 1;
-            }
-        }
-        self.areas[area].partial = index as u32 + 1;
-    }
-
-    fn unlink_partial(&mut self, area: usize, index: usize) {
-        // SAFETY: as in `link_partial`; the slab is on the partial list.
-        unsafe {
-            let meta = &mut *self.meta(area, index);
-            let (next, prev) = (meta.next, meta.prev);
-            meta.next = 0;
-            meta.prev = 0;
-            if next != 0 {
-                (*self.meta(area, next as usize - 1)).prev = prev;
-            }
-            if prev != 0 {
-                (*self.meta(area, prev as usize - 1)).next = next;
-            } else {
-                self.areas[area].partial = next;
-            }
-        }
-    }
-
-    /// Links slab `index` of `area` on top of the stack whose top is `top`; returns the new
-    /// top.
-    fn push(&mut self, area: usize, index: usize, top: u32) -> u32 {
-        // SAFETY: started slabs' metadata is committed; the lock is held.
-        unsafe { (*self.meta(area, index)).next = top };
-        index as u32 + 1
-    }
-
-    /// Unlinks slab `index` of `area`, the top of a stack; returns the new top.
-    fn pop(&mut self, area: usize, index: usize) -> u32 {
-        // SAFETY: as in `push`.
-        unsafe { core::mem::take(&mut (*self.meta(area, index)).next) }
-    }
-
-    /// The first slot of slab `index` of `area` (meaningful once the region is reserved).
-    fn slab(&self, area: usize, index: usize) -> NonNull<u8> {
-        let slab = self.base.wrapping_add(area * STRIDE + index * SLAB_BYTES);
-        NonNull::new(slab).unwrap_or(NonNull::dangling())
-    }
-
-    /// The metadata of slab `index` of `area` (valid to use once its row is committed). The
-    /// table interleaves the areas (slab 0 of every area, then slab 1, ...), so a program that
-    /// uses each area a little touches one page of it, not one per area.
-    #[inline(always)]
-    fn meta(&self, area: usize, index: usize) -> *mut SlabMeta {
-        self.table.wrapping_add(index * SLOT_AREAS + area)
     }
 }

@@ -44,7 +44,8 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::central::{self, Central};
+use crate::arena::{self, Backends};
+use crate::central;
 use crate::config;
 use crate::fault;
 use crate::large::{self, LargeSlot};
@@ -100,6 +101,10 @@ pub(crate) struct ThreadCache {
     /// Bytes of budget not yet promised to any list's limit.
     budget_left: usize,
     state: State,
+    /// The arena the thread allocates from (see [`crate::arena`]).
+    arena: usize,
+    /// Whether the thread owns its arena (else it shares it, and never gives it up).
+    owns_arena: bool,
     /// The thread's medium cache (null: none).
     medium: *mut MediumCache,
     large: LargeSlot,
@@ -252,8 +257,70 @@ pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
     // SAFETY: the cache is this thread's and live; `class` is a valid class (callers map
     // requests).
     unsafe {
+        if collect_remote(cache) {
+            if let Some(block) = pop(class) {
+                return Some(block);
+            }
+        }
         refill(cache, class)?;
         pop(class)
+    }
+}
+
+/// Collects the blocks other threads freed into the calling thread's own arena (no lock: one
+/// exchange takes the whole list) onto the thread's lists while they have room, medium blocks
+/// into its medium cache; the rest is filed in the arena under its lock. Returns whether any
+/// block was collected. This is how a producer gets back what its consumers free: a block at
+/// a time into the list it will be allocated from, not through a heap.
+///
+/// # Safety
+/// `cache` is the calling thread's live cache.
+unsafe fn collect_remote(cache: *mut ThreadCache) -> bool {
+    // SAFETY: the cache is this thread's; the blocks taken are its arena's, given up.
+    unsafe {
+        if !(*cache).owns_arena {
+            return false;
+        }
+        let mut head = arena::take_remote((*cache).arena);
+        if head.is_null() {
+            return false;
+        }
+        let mut rest = core::ptr::null_mut();
+        while let Some(block) = NonNull::new(head) {
+            head = link::next(block);
+            if config::secure() || !keep_collected(cache, block) {
+                link::set(block, rest);
+                rest = block.as_ptr();
+            }
+        }
+        if let Some(rest) = NonNull::new(rest) {
+            with_arena_at((*cache).arena, |arena| arena.file_all(rest.as_ptr()));
+        }
+        true
+    }
+}
+
+/// Puts a collected block on the list of the calling thread that holds its kind if it has
+/// room. Returns whether it did.
+///
+/// # Safety
+/// `cache` is the calling thread's live cache; `block` is a live block of its arena (not a
+/// large one) that nobody else uses.
+unsafe fn keep_collected(cache: *mut ThreadCache, block: NonNull<u8>) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let list = if tiny::is_slot(block.as_ptr()) {
+            list_of_area(tiny::area_of(block.as_ptr()))
+        } else {
+            let usable = central::usable_size(block);
+            let class = class_of_usable(usable);
+            if class > MAX_CLASS {
+                return medium_cache(cache)
+                    .is_some_and(|mut medium| medium.as_mut().push(block, usable));
+            }
+            class
+        };
+        push_or_restore(block, list) || (grow_limit(cache, list) && push_or_restore(block, list))
     }
 }
 
@@ -274,7 +341,7 @@ fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
     let area = slot_area(slot_class);
     let fallback = class_of_request(list_block_bytes(list)).max(MIN_CLASS);
     let Some(cache) = live_cache() else {
-        let (slot, taken) = tiny::lock().take(area, 1, core::ptr::null_mut());
+        let (slot, taken) = with_arena(|arena| arena.slabs.take(area, 1, core::ptr::null_mut()));
         if taken == 0 {
             return allocate_direct(fallback);
         }
@@ -282,7 +349,8 @@ fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
         return NonNull::new(slot);
     };
     if config::secure() {
-        let (head, taken) = tiny::lock().take(area, SECURE_STASH, core::ptr::null_mut());
+        let (head, taken) =
+            with_arena(|arena| arena.slabs.take(area, SECURE_STASH, core::ptr::null_mut()));
         if taken == 0 {
             return allocate_direct(fallback);
         }
@@ -291,6 +359,11 @@ fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
     }
     // SAFETY: the cache is this thread's and live; the lists are valid.
     unsafe {
+        if collect_remote(cache) {
+            if let Some(slot) = pop(list) {
+                return Some(slot);
+            }
+        }
         if refill_from_slabs(cache, list, area) {
             return pop(list);
         }
@@ -320,7 +393,7 @@ unsafe fn refill_from_slabs(cache: *mut ThreadCache, list: usize, area: usize) -
         {}
         let wanted = (*bin).room.clamp(1, MAX_REFILL);
         bump(&COUNTERS.refills);
-        let (head, taken) = tiny::lock().take(area, wanted, (*bin).head);
+        let (head, taken) = with_arena(|arena| arena.slabs.take(area, wanted, (*bin).head));
         (*bin).head = head;
         (*bin).room -= taken;
         taken > 0
@@ -361,7 +434,7 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
         if push_or_restore(block, class) {
             return;
         }
-        make_room(cache, class);
+        make_list_room(cache, class);
         if !push_or_restore(block, class) {
             release_one(block);
         }
@@ -385,8 +458,11 @@ const SECURE_STASH_MAX: u32 = 256;
 /// # Safety
 /// The calling thread's cache is live.
 unsafe fn stash_from_central(class: usize) -> Option<NonNull<u8>> {
-    let (head, made) =
-        central::lock().allocate_list(layout_of_class(class), SECURE_STASH, core::ptr::null_mut());
+    let (head, made) = with_arena_or_room(|arena| {
+        arena
+            .core
+            .allocate_list(layout_of_class(class), SECURE_STASH, core::ptr::null_mut())
+    });
     bump(&COUNTERS.refills);
     // SAFETY: the list is this thread's and empty; the blocks made are linked.
     unsafe { fill_stash(class, head, made) }
@@ -502,19 +578,16 @@ unsafe fn push_slot_slow(slot: NonNull<u8>) {
     unsafe { push_slow(slot, list) }
 }
 
-/// Gives one block of a list back to the slabs (a slot) or the central heap, bypassing the
-/// cache.
+/// Gives one block of a list back to its arena, bypassing the cache.
 ///
 /// # Safety
 /// As for [`push`].
 unsafe fn release_one(block: NonNull<u8>) {
+    let mut router = Router::new(thread_arena());
     // SAFETY: forwarded from the caller.
     unsafe {
-        if tiny::is_slot(block.as_ptr()) {
-            tiny::lock().give_back_one(block);
-        } else {
-            central::lock().free(block);
-        }
+        router.add(block);
+        router.finish();
     }
 }
 
@@ -524,6 +597,21 @@ unsafe fn release_one(block: NonNull<u8>) {
 pub(crate) fn pop_medium(size: usize) -> Option<NonNull<u8>> {
     // SAFETY: the medium cache is this thread's and nothing else refers to it meanwhile.
     unsafe { medium_cache(current())?.as_mut().pop(size) }
+}
+
+/// A medium request the medium cache's fast path could not serve: the cache again after
+/// collecting the blocks other threads freed into the arena, else the arena's core heap.
+pub(crate) fn allocate_medium(size: usize) -> Option<NonNull<u8>> {
+    if let Some(cache) = live_cache() {
+        // SAFETY: the cache is this thread's and live.
+        if unsafe { collect_remote(cache) } {
+            if let Some(block) = pop_medium(size) {
+                return Some(block);
+            }
+        }
+    }
+    bump(&COUNTERS.medium_from_central);
+    allocate_core(Layout::from_size_align(size, heapworks::GRANULE).ok()?)
 }
 
 /// The medium cache of `cache`, if it has one.
@@ -558,38 +646,283 @@ pub(crate) unsafe fn push_medium(block: NonNull<u8>, usable: usize) {
 /// As for [`push_medium`].
 #[cold]
 unsafe fn push_medium_slow(block: NonNull<u8>, usable: usize) {
-    // Before the lock: setting up a cache may allocate.
     let cache = live_cache();
-    let mut central = central::lock();
-    // SAFETY: the cache is this thread's and live; the block is the caller's to give up.
+    let mut router = Router::new(thread_arena());
+    // SAFETY: the cache is this thread's and live; the block is the caller's to give up, and
+    // every block the cache releases goes to its arena.
     unsafe {
         match cache.and_then(|cache| medium_cache(cache)) {
-            Some(mut medium) => medium
-                .as_mut()
-                .push_after_release(&mut central, block, usable),
-            None => central.free(block),
+            Some(mut medium) => {
+                medium
+                    .as_mut()
+                    .push_after_release(block, usable, &mut |released| router.add(released))
+            }
+            None => router.add(block),
         }
+        router.finish();
     }
-}
-
-/// The calling thread's large-mapping slot (empty unless the cache is live).
-#[inline(always)]
-pub(crate) fn large_slot() -> *mut LargeSlot {
-    // SAFETY: the cache is this thread's; this only computes a field's address.
-    unsafe { &raw mut (*current()).large }
 }
 
 /// The calling thread's large-mapping slot, open for a freed mapping; `None` once retired.
 #[inline(always)]
-pub(crate) fn live_large_slot() -> Option<*mut LargeSlot> {
-    // SAFETY: as in `large_slot`.
-    live_cache().map(|cache| unsafe { &raw mut (*cache).large })
+fn live_large_slot() -> Option<&'static mut LargeSlot> {
+    // SAFETY: the cache is this thread's, and the slot is used by one call at a time.
+    live_cache().map(|cache| unsafe { &mut (*cache).large })
 }
 
-/// Serves a small request straight from the central heap (for a thread past its exit).
+/// The calling thread's large-mapping slot if its cache is live, without setting it up.
+fn large_slot_if_live() -> Option<&'static mut LargeSlot> {
+    let cache = current();
+    // SAFETY: as in `live_large_slot`.
+    unsafe { ((*cache).state == State::Live).then(|| &mut (*cache).large) }
+}
+
+/// Allocates a large block of `size` bytes aligned to `align`, reusing the calling thread's
+/// freed mapping or the shared cache's; when the kernel refuses its mapping, the address
+/// space reserved but unused is given back (see [`make_room`]) and it is tried once more.
+pub(crate) fn allocate_large(size: usize, align: usize) -> Option<large::LargeBlock> {
+    large::allocate(size, align, live_large_slot()).or_else(|| {
+        make_room();
+        large::allocate(size, align, live_large_slot())
+    })
+}
+
+/// Frees a large block into the calling thread's slot or the shared cache.
+///
+/// # Safety
+/// `block` is a live large block, not used after this call.
+pub(crate) unsafe fn free_large(block: NonNull<u8>) {
+    // SAFETY: forwarded from the caller.
+    unsafe { large::free(block, live_large_slot()) }
+}
+
+/// Gives back every byte of address space reserved but unused: each arena's newest
+/// reservation's tail, the slots' region past what its slabs use, and the cached large
+/// mappings (and those secure mode holds back). The kernel refused a mapping, and under an
+/// address-space limit (`ulimit -v`) these are what stand in the way of a program's request
+/// that glibc's malloc would serve. Takes one lock at a time.
+pub(crate) fn make_room() {
+    bump(&COUNTERS.room_made);
+    arena::for_each(|arena| arena.core.release_unused_tail());
+    tiny::region().release_unused();
+    large::release_for_growth(usize::MAX, large_slot_if_live());
+    large::release_guarded();
+}
+
+/// The arena the calling thread uses: its own while its cache is live, else (before it
+/// starts, or after its exit) a shared one picked by its thread's address.
+fn thread_arena() -> usize {
+    let cache = current();
+    // SAFETY: the cache is this thread's.
+    unsafe {
+        if (*cache).state == State::Live {
+            (*cache).arena
+        } else {
+            arena::claim_shared(cache.addr())
+        }
+    }
+}
+
+/// Runs `work` on the calling thread's arena under its lock; then, if that grew its core
+/// heap, cached large mappings give as many bytes back (see [`large::release_for_growth`]).
+fn with_arena<R>(work: impl FnOnce(&mut Backends) -> R) -> R {
+    with_arena_at(thread_arena(), work)
+}
+
+/// [`with_arena`] on arena `at`.
+fn with_arena_at<R>(at: usize, work: impl FnOnce(&mut Backends) -> R) -> R {
+    let mut arena = arena::lock(at);
+    let result = work(&mut arena);
+    let grown = arena.core.take_new_commits();
+    drop(arena);
+    if grown > 0 {
+        large::release_for_growth(grown, large_slot_if_live());
+    }
+    result
+}
+
+/// [`with_arena`] for core-heap allocations: when `work` got nothing (the kernel refused more
+/// memory), gives back what is reserved but unused everywhere (see [`make_room`]) and runs it
+/// once more.
+fn with_arena_or_room<R: Outcome>(mut work: impl FnMut(&mut Backends) -> R) -> R {
+    let result = with_arena(&mut work);
+    if result.succeeded() {
+        return result;
+    }
+    make_room();
+    with_arena(work)
+}
+
+/// What [`with_arena_or_room`] runs: whether it got memory.
+trait Outcome {
+    fn succeeded(&self) -> bool;
+}
+
+impl<T> Outcome for Option<T> {
+    fn succeeded(&self) -> bool {
+        self.is_some()
+    }
+}
+
+impl<T> Outcome for (T, u32) {
+    fn succeeded(&self) -> bool {
+        self.1 > 0
+    }
+}
+
+/// Blocks on their way out of a thread's caches, sorted by arena: those of the thread's own
+/// arena are filed under its lock at [`Router::finish`]; any other arena's are chained and
+/// pushed onto its remote list (a chain at a time, no lock).
+struct Router {
+    own: usize,
+    head: *mut u8,
+    count: u32,
+    chains: [Chain; ROUTER_CHAINS],
+    open: usize,
+}
+
+/// A chain of blocks of one arena, linked through their first words.
+#[derive(Clone, Copy)]
+struct Chain {
+    arena: usize,
+    first: *mut u8,
+    last: *mut u8,
+    count: u32,
+}
+
+/// Arenas a router keeps chains for at once (a flush's blocks come from one or two).
+const ROUTER_CHAINS: usize = 4;
+
+impl Router {
+    fn new(own: usize) -> Router {
+        Router {
+            own,
+            head: core::ptr::null_mut(),
+            count: 0,
+            chains: [Chain {
+                arena: 0,
+                first: core::ptr::null_mut(),
+                last: core::ptr::null_mut(),
+                count: 0,
+            }; ROUTER_CHAINS],
+            open: 0,
+        }
+    }
+
+    /// Takes `block` to route.
+    ///
+    /// # Safety
+    /// `block` is a live block of this allocator (not a large one) that the caller gives up.
+    unsafe fn add(&mut self, block: NonNull<u8>) {
+        let Some(arena) = arena::of(block) else {
+            fault::invalid_pointer("free", block.as_ptr());
+        };
+        // SAFETY: the block is ours to link.
+        unsafe {
+            if arena == self.own {
+                link::set(block, self.head);
+                self.head = block.as_ptr();
+                self.count += 1;
+                return;
+            }
+            if let Some(chain) = self.chains[..self.open]
+                .iter_mut()
+                .find(|chain| chain.arena == arena)
+            {
+                link::set(block, chain.first);
+                chain.first = block.as_ptr();
+                chain.count += 1;
+                return;
+            }
+            if self.open == ROUTER_CHAINS {
+                self.open -= 1;
+                let full = self.chains[self.open];
+                arena::push_remote(
+                    full.arena,
+                    NonNull::new_unchecked(full.first),
+                    NonNull::new_unchecked(full.last),
+                    full.count,
+                );
+            }
+        }
+        self.chains[self.open] = Chain {
+            arena,
+            first: block.as_ptr(),
+            last: block.as_ptr(),
+            count: 1,
+        };
+        self.open += 1;
+    }
+
+    /// Pushes the other arenas' chains onto their remote lists and files the own arena's
+    /// blocks under its lock.
+    ///
+    /// # Safety
+    /// Every block added was given up.
+    unsafe fn finish(self) {
+        let own = self.own;
+        // SAFETY: forwarded from the caller.
+        let (head, count) = unsafe { self.finish_foreign() };
+        if count > 0 {
+            // SAFETY: the list's blocks are the own arena's, given up.
+            with_arena_at(own, |arena| unsafe { arena.file_all(head) });
+        }
+    }
+
+    /// Pushes the other arenas' chains onto their remote lists; returns the own arena's
+    /// blocks, a null-terminated list, and how many.
+    ///
+    /// # Safety
+    /// Every block added was given up.
+    unsafe fn finish_foreign(self) -> (*mut u8, u32) {
+        for chain in &self.chains[..self.open] {
+            // SAFETY: the chain's blocks are its arena's, given up.
+            unsafe {
+                arena::push_remote(
+                    chain.arena,
+                    NonNull::new_unchecked(chain.first),
+                    NonNull::new_unchecked(chain.last),
+                    chain.count,
+                )
+            };
+        }
+        (self.head, self.count)
+    }
+}
+
+/// Allocates a core-heap block for `layout` from the calling thread's arena (medium requests
+/// its medium cache could not serve, aligned ones).
+pub(crate) fn allocate_core(layout: Layout) -> Option<NonNull<u8>> {
+    with_arena_or_room(|arena| arena.core.allocate(layout))
+}
+
+/// Runs `resize` on the core heap of `block`'s arena, under its lock (a block may be resized
+/// in place by any thread).
+///
+/// # Safety
+/// `block` is a live core-heap block.
+pub(crate) unsafe fn resize_in_place(
+    block: NonNull<u8>,
+    mut resize: impl FnMut(&mut central::Central) -> bool,
+) -> bool {
+    let Some(owner) = crate::address_map::owner(block.as_ptr().addr()) else {
+        return false;
+    };
+    with_arena_at(owner, |arena| resize(&mut arena.core))
+}
+
+/// The arena the calling thread owns, if it does (for `fork`'s child, where it is the only
+/// thread left).
+pub(crate) fn owned_arena() -> Option<usize> {
+    let cache = current();
+    // SAFETY: the cache is this thread's.
+    unsafe { ((*cache).state == State::Live && (*cache).owns_arena).then_some((*cache).arena) }
+}
+
+/// Serves a small request straight from the thread's arena (for a thread past its exit).
 fn allocate_direct(class: usize) -> Option<NonNull<u8>> {
     bump(&COUNTERS.central_direct);
-    central::lock().allocate(layout_of_class(class))
+    with_arena_or_room(|arena| arena.core.allocate(layout_of_class(class)))
 }
 
 fn layout_of_class(class: usize) -> Layout {
@@ -601,14 +934,19 @@ fn layout_of_class(class: usize) -> Layout {
 /// Sets up an `Uninit` cache: limits, budget, medium cache and the exit destructor.
 ///
 /// # Safety
-/// `cache` is the calling thread's cache, in the `Uninit` state; the central lock is not held
-/// (creating the medium cache takes it).
+/// `cache` is the calling thread's cache, in the `Uninit` state; no arena's lock is held
+/// (creating the medium cache takes its arena's).
 unsafe fn start(cache: *mut ThreadCache) {
     // SAFETY: the cache is this thread's.
     unsafe {
+        let (arena, owns) = arena::claim(cache.addr());
+        (*cache).arena = arena;
+        (*cache).owns_arena = owns;
         let medium_budget = config::thread_cache_bytes() / MEDIUM_BUDGET_DIVISOR;
-        (*cache).medium = MediumCache::create(&mut central::lock(), medium_budget)
-            .map_or(core::ptr::null_mut(), NonNull::as_ptr);
+        (*cache).medium = with_arena_at(arena, |arena| {
+            MediumCache::create(&mut arena.core, medium_budget)
+        })
+        .map_or(core::ptr::null_mut(), NonNull::as_ptr);
         let mut budget = config::thread_cache_bytes() - medium_budget;
         for class in MIN_CLASS..LISTS {
             let limit = initial_limit(class);
@@ -627,7 +965,7 @@ unsafe fn start(cache: *mut ThreadCache) {
         (*cache).state = State::Live;
     }
     register_exit_destructor();
-    bump(&COUNTERS.caches_started);
+    crate::stats::bump_always(&COUNTERS.caches_started);
 }
 
 fn initial_limit(class: usize) -> u32 {
@@ -670,35 +1008,29 @@ unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
             }
         }
         let bin = bin(class);
-        let mut central = central::lock();
         bump(&COUNTERS.refills);
-        let batch = central.batch_len(class);
-        while batch > (*bin).room && grow_limit(cache, class) {}
-        let taken = if batch != 0 && batch <= (*bin).room {
-            central.take_batch(class, block_bytes(class))
-        } else {
-            None
-        };
-        let (head, fetched) = match taken {
-            Some((head, count)) => {
+        let (head, fetched) = with_arena_or_room(|arena| {
+            let central = &mut arena.core;
+            let batch = central.batch_len(class);
+            while batch > (*bin).room && grow_limit(cache, class) {}
+            if let Some((head, count)) = central.take_batch(class, block_bytes(class), (*bin).room)
+            {
                 bump(&COUNTERS.batches_taken);
-                (head.as_ptr(), count)
+                return (head.as_ptr(), count);
             }
-            None => {
-                let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
-                let (head, made) =
-                    central.allocate_list(layout_of_class(class), wanted, (*bin).head);
-                let carved = list_bytes(class, made);
-                if area_of_list(class).is_some_and(|area| tiny::note_carved(area, carved)) {
-                    // Promoted: no refill takes the class's batch any more.
-                    if let Some((batch, count)) = central.take_batch(class, block_bytes(class)) {
-                        release_list(&mut central, &mut batch.as_ptr(), count);
-                    }
+            let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
+            let (head, made) = central.allocate_list(layout_of_class(class), wanted, (*bin).head);
+            let carved = list_bytes(class, made);
+            if area_of_list(class).is_some_and(|area| tiny::note_carved(area, carved)) {
+                // Promoted: no refill takes the class's batch any more.
+                if let Some((batch, count)) =
+                    central.take_batch(class, block_bytes(class), u32::MAX)
+                {
+                    release_list(central, &mut batch.as_ptr(), count);
                 }
-                (head, made)
             }
-        };
-        drop(central);
+            (head, made)
+        });
         (*bin).head = head;
         (*bin).room -= fetched;
         (fetched > 0).then_some(())
@@ -710,7 +1042,7 @@ unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
 ///
 /// # Safety
 /// `cache` is the calling thread's live cache; `class` is a valid class.
-unsafe fn make_room(cache: *mut ThreadCache, class: usize) {
+unsafe fn make_list_room(cache: *mut ThreadCache, class: usize) {
     // SAFETY: the cache is this thread's.
     unsafe {
         if !grow_limit(cache, class) {
@@ -752,16 +1084,7 @@ unsafe fn grow_limit(cache: *mut ThreadCache, class: usize) -> bool {
 unsafe fn flush(class: usize, count: u32) {
     // SAFETY: the list is this thread's, and its blocks are live blocks of `class`.
     unsafe {
-        let cut = cut(class, count);
-        let batched = cut.core_count > 0 && {
-            let mut central = central::lock();
-            let core = NonNull::new_unchecked(cut.core);
-            // Asked under the central lock, under which a class is promoted (and its batch
-            // dropped), so no batch is left to a promoted class.
-            open_area(class).is_none()
-                && central.offer_batch(class, core, cut.core_count, block_bytes(class))
-        };
-        release_cut(cut, !batched);
+        release_cut(class, cut(class, count));
     }
     bump(&COUNTERS.flushes);
 }
@@ -849,20 +1172,58 @@ unsafe fn cut(class: usize, count: u32) -> Cut {
     }
 }
 
-/// Gives the slots of `cut` back to the slabs and, if `core_too`, its central-heap blocks to
-/// the central heap.
+/// Gives the blocks of `cut`, cut from the list of `class`, back to their arenas: other
+/// arenas' onto their remote lists; the thread's own arena's slots to its slabs (as a batch
+/// when they have room), and its core blocks as the class's transfer batch if the heap takes
+/// it (never for a promoted class, whose refills do not look for one), else block by block.
 ///
 /// # Safety
 /// The blocks of `cut` are live blocks that nobody else uses.
-unsafe fn release_cut(mut cut: Cut, core_too: bool) {
+unsafe fn release_cut(class: usize, cut: Cut) {
+    let own = thread_arena();
     // SAFETY: forwarded from the caller.
+    let ((slots, slot_count), (core, core_count)) =
+        unsafe { (route_foreign(own, cut.slots), route_foreign(own, cut.core)) };
+    if slot_count == 0 && core_count == 0 {
+        return;
+    }
+    with_arena_at(own, |arena| {
+        // SAFETY: the lists hold the own arena's blocks, given up.
+        unsafe {
+            if slot_count > 0 {
+                arena.slabs.give_back(slots, slot_count);
+            }
+            // Asked under the arena's lock, under which a class is promoted (and its batch
+            // dropped), so no batch is left to a promoted class.
+            let batched = core_count > 0
+                && open_area(class).is_none()
+                && arena.core.offer_batch(
+                    class,
+                    NonNull::new_unchecked(core),
+                    core_count,
+                    block_bytes(class),
+                );
+            if !batched {
+                release_list(&mut arena.core, &mut { core }, core_count);
+            }
+        }
+    });
+}
+
+/// Pushes the blocks of the null-terminated list at `head` that belong to other arenas than
+/// `own` onto their remote lists; returns the rest, null-terminated, and its length.
+///
+/// # Safety
+/// The list's blocks are live blocks of this allocator that nobody else uses.
+unsafe fn route_foreign(own: usize, mut head: *mut u8) -> (*mut u8, u32) {
+    let mut router = Router::new(own);
+    // SAFETY: forwarded from the caller; a listed block's first word is the link.
     unsafe {
-        if cut.slot_count > 0 {
-            tiny::lock().give_back(cut.slots, cut.slot_count);
+        while let Some(block) = NonNull::new(head) {
+            head = link::next(block);
+            router.add(block);
         }
-        if core_too && cut.core_count > 0 {
-            release_list(&mut central::lock(), &mut cut.core, cut.core_count);
-        }
+        router.finish_foreign()
     }
 }
 
@@ -871,7 +1232,7 @@ unsafe fn release_cut(mut cut: Cut, core_too: bool) {
 ///
 /// # Safety
 /// The list's blocks are live central-heap blocks that nobody else uses.
-unsafe fn release_list(central: &mut Central, head: &mut *mut u8, count: u32) -> u32 {
+unsafe fn release_list(central: &mut central::Central, head: &mut *mut u8, count: u32) -> u32 {
     let mut released = 0;
     while released < count {
         let Some(block) = NonNull::new(*head) else {
@@ -895,22 +1256,26 @@ fn retire() {
         if (*cache).state != State::Live {
             return;
         }
-        (*cache).state = State::Dead;
         for class in MIN_CLASS..LISTS {
-            release_cut(cut(class, u32::MAX), true);
+            release_cut(class, cut(class, u32::MAX));
             let bin = bin(class);
             (*bin).room = 0;
             (*bin).limit = 0;
         }
-        let mut central = central::lock();
+        let mut router = Router::new((*cache).arena);
         if let Some(medium) = medium_cache(cache) {
             (*cache).medium = core::ptr::null_mut();
-            MediumCache::destroy(medium, &mut central);
+            MediumCache::destroy(medium, &mut |block| router.add(block));
         }
-        drop(central);
+        router.finish();
         large::retire_slot(&mut (*cache).large);
+        (*cache).state = State::Dead;
+        // The arena's memory, blocks still in use included, waits for the next thread.
+        if (*cache).owns_arena {
+            arena::abandon((*cache).arena);
+        }
     }
-    bump(&COUNTERS.caches_retired);
+    crate::stats::bump_always(&COUNTERS.caches_retired);
 }
 
 /// The pthread key whose destructor retires a thread's cache, plus one (0: not created yet).

@@ -1,0 +1,279 @@
+//! Arenas: the memory a thread owns. Each arena is a core heap (see [`crate::central`]) and a
+//! set of slabs (see [`crate::tiny`]) behind a lock of its own, plus a lock-free list of
+//! blocks that threads other than its owner freed.
+//!
+//! A thread claims a free arena when its cache starts and gives it up (abandons it, with every
+//! block still in use in it) when it exits; the next thread to start adopts it, memory and
+//! pending frees included, so a program that starts and ends threads reuses the same memory
+//! rather than leaking it. Up to [`MAX_ARENAS`] threads own an arena each; threads beyond
+//! share one, picked by their thread pointer (correct either way: every use of an arena takes
+//! its lock, which for an owner alone is never contended, one atomic exchange).
+//!
+//! A block goes back to the arena it came from: under that arena's lock when the freeing
+//! thread owns it, else onto its [`Arena::remote`] list, a stack pushed by compare-and-swap (a
+//! whole chain at a time) and taken whole by one exchange by whoever next locks the arena
+//! ([`lock`]), which then files each block (a slot back to its slab, a small block into its
+//! class's transfer batch, any other into the core heap). No thread ever waits for another's
+//! lock to free a block, and no lock is shared by all threads on a steady path.
+//!
+//! Invariants:
+//! - Bit `a` of [`CLAIMED`] is set while a thread owns arena `a`; an owned arena is used only
+//!   by its owner and by sharers (threads beyond `MAX_ARENAS`, and threads past their exit),
+//!   always under its lock, and by remote pushes, never under it.
+//! - Every block on an arena's remote list belongs to that arena (the address map or the slab
+//!   table says so) and is allocated in its backend's eyes; the list is linked through the
+//!   blocks' first words (mangled, see [`crate::link`]).
+//! - The lock is held by the forking thread across `fork` for every arena in index order (see
+//!   [`crate::fork`]); no arena's lock is taken while another's is held.
+
+use core::ptr::NonNull;
+use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use crate::address_map;
+use crate::central::Central;
+use crate::link;
+use crate::lock::{SpinGuard, SpinLock};
+use crate::size_class::{area_of_list, class_of_usable, list_block_bytes, MAX_CLASS, MIN_CLASS};
+use crate::stats::{bump, COUNTERS};
+use crate::tiny::{self, Slabs};
+
+/// Arenas in all: one per thread up to this many live threads (a bit each of [`CLAIMED`]).
+pub(crate) const MAX_ARENAS: usize = 64;
+
+/// What an arena's lock guards.
+pub(crate) struct Backends {
+    /// Core-heap blocks: small classes not served by slots, medium blocks, aligned ones.
+    pub(crate) core: Central,
+    /// The arena's slabs of slots.
+    pub(crate) slabs: Slabs,
+}
+
+/// One arena.
+pub(crate) struct Arena {
+    backends: SpinLock<Backends>,
+    /// Blocks of this arena freed by threads that do not own it.
+    remote: AtomicPtr<u8>,
+    /// About how many blocks wait on `remote` (reset when it is taken).
+    remote_count: AtomicUsize,
+}
+
+// SAFETY: the backends are reached only under the lock, the remote list by atomics.
+unsafe impl Sync for Arena {}
+
+static ARENAS: [Arena; MAX_ARENAS] = {
+    let mut arenas = [const {
+        Arena {
+            backends: SpinLock::new(Backends {
+                core: Central::new(0),
+                slabs: Slabs::new(0),
+            }),
+            remote: AtomicPtr::new(core::ptr::null_mut()),
+            remote_count: AtomicUsize::new(0),
+        }
+    }; MAX_ARENAS];
+    let mut at = 0;
+    while at < MAX_ARENAS {
+        arenas[at] = Arena {
+            backends: SpinLock::new(Backends {
+                core: Central::new(at),
+                slabs: Slabs::new(at),
+            }),
+            remote: AtomicPtr::new(core::ptr::null_mut()),
+            remote_count: AtomicUsize::new(0),
+        };
+        at += 1;
+    }
+    arenas
+};
+
+/// Bit `a`: arena `a` is owned by a live thread.
+static CLAIMED: AtomicU64 = AtomicU64::new(0);
+
+/// An arena for a starting thread: a free one claimed for its own (`owned`), else a shared
+/// one picked by `hint` (its thread pointer).
+pub(crate) fn claim(hint: usize) -> (usize, bool) {
+    let mut claimed = CLAIMED.load(Ordering::Relaxed);
+    while claimed != u64::MAX {
+        let free = (!claimed).trailing_zeros() as usize;
+        match CLAIMED.compare_exchange_weak(
+            claimed,
+            claimed | 1 << free,
+            Ordering::Acquire,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => {
+                bump(&COUNTERS.arenas_adopted);
+                return (free, true);
+            }
+            Err(now) => claimed = now,
+        }
+    }
+    (claim_shared(hint), false)
+}
+
+/// The arena a thread without an own one shares, picked by `hint` (its thread pointer).
+pub(crate) fn claim_shared(hint: usize) -> usize {
+    (hint >> 12) % MAX_ARENAS
+}
+
+/// Gives up the ownership of `arena` (its thread exits): its memory waits for the next thread
+/// to claim it.
+pub(crate) fn abandon(arena: usize) {
+    CLAIMED.fetch_and(!(1 << arena), Ordering::Release);
+}
+
+/// After `fork`, in the child: only the forking thread's arena is owned (the other threads
+/// are gone, and their arenas are free to adopt).
+pub(crate) fn keep_only(arena: Option<usize>) {
+    CLAIMED.store(arena.map_or(0, |arena| 1 << arena), Ordering::Relaxed);
+}
+
+/// Locks `arena` and files the blocks other threads freed into it meanwhile.
+pub(crate) fn lock(arena: usize) -> SpinGuard<'static, Backends> {
+    let mut guard = ARENAS[arena].backends.lock();
+    // SAFETY: the remote list's blocks are this arena's, allocated, given up by their
+    // freeing threads; taking it made them ours alone.
+    unsafe { guard.file_all(take_remote(arena)) };
+    guard
+}
+
+/// Takes `arena`'s whole remote list (null: empty): its blocks are the caller's to file or
+/// reuse (the owner collects them into its thread's lists, see [`crate::thread`]).
+pub(crate) fn take_remote(arena: usize) -> *mut u8 {
+    let arena = &ARENAS[arena];
+    if arena.remote.load(Ordering::Relaxed).is_null() {
+        return core::ptr::null_mut();
+    }
+    arena.remote_count.store(0, Ordering::Relaxed);
+    arena.remote.swap(core::ptr::null_mut(), Ordering::Acquire)
+}
+
+/// The arena a block of ours belongs to: a slot's by its slab, a core-heap block's by the
+/// address map. `None` for an address in no arena's memory.
+pub(crate) fn of(block: NonNull<u8>) -> Option<usize> {
+    if tiny::is_slot(block.as_ptr()) {
+        Some(tiny::arena_of_slot(block))
+    } else {
+        address_map::owner(block.as_ptr().addr())
+    }
+}
+
+/// Pushes the chain `first ..= last` of `count` blocks (linked through first words, `last`'s
+/// link about to be overwritten) onto `arena`'s remote list. When more than
+/// [`REMOTE_FILE_AFTER`] blocks wait there (an owner that does not allocate does not collect
+/// them) and the arena's lock is free, files them at once.
+///
+/// # Safety
+/// Every block of the chain belongs to `arena`, is allocated in its backend's eyes, and is
+/// given up by the caller.
+pub(crate) unsafe fn push_remote(arena: usize, first: NonNull<u8>, last: NonNull<u8>, count: u32) {
+    let remote = &ARENAS[arena].remote;
+    let mut head = remote.load(Ordering::Relaxed);
+    loop {
+        // SAFETY: `last` is the caller's to link.
+        unsafe { link::set(last, head) };
+        match remote.compare_exchange_weak(
+            head,
+            first.as_ptr(),
+            Ordering::Release,
+            Ordering::Relaxed,
+        ) {
+            Ok(_) => break,
+            Err(now) => head = now,
+        }
+    }
+    bump(&COUNTERS.remote_pushes);
+    let waiting = ARENAS[arena]
+        .remote_count
+        .fetch_add(count as usize, Ordering::Relaxed);
+    if waiting + count as usize >= REMOTE_FILE_AFTER {
+        if let Some(mut guard) = ARENAS[arena].backends.try_lock() {
+            // SAFETY: as in `lock`.
+            unsafe { guard.file_all(take_remote(arena)) };
+        }
+    }
+}
+
+/// Blocks waiting on a remote list past which a pushing thread files them itself, if the
+/// arena's lock is free: bounds what an idle owner's arena holds unusable.
+const REMOTE_FILE_AFTER: usize = 16 << 10;
+
+/// Runs `each` on every arena in turn, under its lock (never two at once).
+pub(crate) fn for_each(mut each: impl FnMut(&mut Backends)) {
+    for arena in 0..MAX_ARENAS {
+        each(&mut lock(arena));
+    }
+}
+
+/// The usable size of `block` if it is a live core-heap block of its arena (checked under the
+/// arena's lock); otherwise the fault is reported and the process aborts. `what` names the
+/// call (`free`, `realloc`).
+pub(crate) fn validate(block: NonNull<u8>, what: &str) -> usize {
+    match address_map::owner(block.as_ptr().addr()) {
+        Some(arena) => lock(arena).core.validate(block, what),
+        None => crate::fault::invalid_pointer(what, block.as_ptr()),
+    }
+}
+
+/// Holds every arena's lock across `fork`, in index order (prepare handler).
+pub(crate) fn lock_all_for_fork() {
+    for arena in &ARENAS {
+        arena.backends.lock_for_fork();
+    }
+}
+
+/// Releases every arena's lock after `fork` (parent and child handlers).
+///
+/// # Safety
+/// Called only by the fork handlers, after [`lock_all_for_fork`].
+pub(crate) unsafe fn unlock_all_after_fork() {
+    for arena in ARENAS.iter().rev() {
+        // SAFETY: forwarded from the caller.
+        unsafe { arena.backends.force_unlock() };
+    }
+}
+
+impl Backends {
+    /// Files every block of the null-terminated list at `head`: slots back to their slabs,
+    /// small core blocks into their class's transfer batch while it has room, the rest into
+    /// the core heap.
+    ///
+    /// # Safety
+    /// The list's blocks are this arena's, allocated, and the caller's to give up.
+    pub(crate) unsafe fn file_all(&mut self, mut head: *mut u8) {
+        let mut filed = 0usize;
+        while let Some(block) = NonNull::new(head) {
+            // SAFETY: forwarded from the caller; a listed block's first word is the link.
+            unsafe {
+                head = link::next(block);
+                self.file(block);
+            }
+            filed += 1;
+        }
+        crate::stats::add(&COUNTERS.remote_filed, filed);
+    }
+
+    /// Files one block of this arena (see [`Backends::file_all`]).
+    ///
+    /// # Safety
+    /// `block` is this arena's, allocated, and the caller's to give up.
+    pub(crate) unsafe fn file(&mut self, block: NonNull<u8>) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            if tiny::is_slot(block.as_ptr()) {
+                return self.slabs.give_back_one(block);
+            }
+            let class = class_of_usable(crate::central::usable_size(block));
+            // A promoted class's refills take slots, never its batch.
+            if (MIN_CLASS..=MAX_CLASS).contains(&class)
+                && area_of_list(class).is_none_or(|area| !tiny::is_open(area))
+                && self
+                    .core
+                    .add_to_batch(class, block, list_block_bytes(class))
+            {
+                return;
+            }
+            self.core.free(block);
+        }
+    }
+}
