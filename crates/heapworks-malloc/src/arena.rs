@@ -161,7 +161,7 @@ pub(crate) fn of(block: NonNull<u8>) -> Option<usize> {
 /// Pushes the chain `first ..= last` of `count` blocks (linked through first words, `last`'s
 /// link about to be overwritten) onto `arena`'s remote list. When more than
 /// [`REMOTE_FILE_AFTER`] blocks wait there (an owner that does not allocate does not collect
-/// them) and the arena's lock is free, files them at once.
+/// them), or the arena has no owner, and its lock is free, files them at once.
 ///
 /// # Safety
 /// Every block of the chain belongs to `arena`, is allocated in its backend's eyes, and is
@@ -186,7 +186,9 @@ pub(crate) unsafe fn push_remote(arena: usize, first: NonNull<u8>, last: NonNull
     let waiting = ARENAS[arena]
         .remote_count
         .fetch_add(count as usize, Ordering::Relaxed);
-    if waiting + count as usize >= REMOTE_FILE_AFTER {
+    // An abandoned arena has nobody to collect: its memory serves again only once filed.
+    let abandoned = CLAIMED.load(Ordering::Relaxed) & 1 << arena == 0;
+    if abandoned || waiting + count as usize >= REMOTE_FILE_AFTER {
         if let Some(mut guard) = ARENAS[arena].backends.try_lock() {
             // SAFETY: as in `lock`.
             unsafe { guard.file_all(take_remote(arena)) };
@@ -196,7 +198,7 @@ pub(crate) unsafe fn push_remote(arena: usize, first: NonNull<u8>, last: NonNull
 
 /// Blocks waiting on a remote list past which a pushing thread files them itself, if the
 /// arena's lock is free: bounds what an idle owner's arena holds unusable.
-const REMOTE_FILE_AFTER: usize = 16 << 10;
+const REMOTE_FILE_AFTER: usize = 4096;
 
 /// Runs `each` on every arena in turn, under its lock (never two at once).
 pub(crate) fn for_each(mut each: impl FnMut(&mut Backends)) {

@@ -73,7 +73,8 @@ impl<T> SpinLock<T> {
                 .locked
                 .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
                 .is_ok())
-        .then_some(SpinGuard { lock: self })
+        // Lazily: a guard made and dropped on failure would release the holder's lock.
+        .then(|| SpinGuard { lock: self })
     }
 
     #[cold]

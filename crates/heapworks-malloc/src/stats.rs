@@ -224,7 +224,7 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  tiny slabs: {} started, {} emptied and given back, {} flushed lists kept as batches, {} refills from them (64 KiB slabs of 16 to 384 B slots)",
+        "  tiny slabs: {} started, {} emptied and given back, {} flushed lists kept as batches, {} refills from them (16 KiB slabs of 16 to 384 B slots)",
         get(&c.tiny_slabs),
         get(&c.tiny_discards),
         get(&c.slot_batches_given),

@@ -99,11 +99,13 @@ pub(crate) const SLOT_MAX_REQUEST: usize = SLOT_CLASSES * GRANULE;
 /// spread over 51 classes); the seed scripts' classes (about 900 blocks each) open within
 /// their first 120 blocks, and python3's, gcc's and cargo's busiest few open too.
 pub(crate) const PROMOTE_AFTER_BYTES: usize = 16 << 10;
-const SLAB_SHIFT: u32 = 16;
-/// A slab's bytes (64 KiB): what is emptied and given back at a time.
+const SLAB_SHIFT: u32 = 14;
+/// A slab's bytes (16 KiB): what is emptied and given back at a time, and what every arena
+/// starts per slot size it uses (64 KiB put larson-like 8-thread peak RSS at 34 MiB, 16 KiB at
+/// 22 MiB: see TUNING.md).
 const SLAB_BYTES: usize = 1 << SLAB_SHIFT;
 const STRIDE_SHIFT: u32 = 31;
-/// The bytes of each area (2 GiB: 32768 slabs, 128 Mi slots of 16 B; beyond, the core serves
+/// The bytes of each area (2 GiB: 131072 slabs, 128 Mi slots of 16 B; beyond, the core serves
 /// the area's requests).
 const STRIDE: usize = 1 << STRIDE_SHIFT;
 /// The bytes of the region: one area per slot list, then the table's.
@@ -420,7 +422,7 @@ unsafe fn write_batch_header(first: NonNull<u8>, next: *mut u8, len: u32) {
 static BASE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
 
 /// The region's address space and every area's prefix of started slabs, shared by the
-/// arenas: taken only to start a slab (once per 64 KiB of new slots) or give back unused
+/// arenas: taken only to start a slab (once per 16 KiB of new slots) or give back unused
 /// address space.
 pub(crate) struct Region {
     /// The reservation was tried and failed: the core serves every request.
