@@ -3,7 +3,7 @@
 //! Invariants: every request is routed by size: up to `SLOT_MAX_REQUEST` bytes to a tiny slot
 //! (see [`crate::tiny`]) through the calling thread's cache, up to `SMALL_MAX_REQUEST` bytes
 //! through the calling thread's cache (a core block, or a slot once the class is promoted), up
-//! to [`LARGE_MIN`] bytes through its medium cache to the central heap, above that to a page
+//! to [`LARGE_MIN`] bytes through its medium cache to the core heap, above that to a page
 //! mapping of its own. Slots are told by their address (below [`tiny::end`], which `free`
 //! checks instead of NULL), other blocks by the word before them (see [`crate::large`]).
 //! Failures return NULL with errno `ENOMEM` (impossible sizes, no memory) or `EINVAL` (bad
@@ -16,19 +16,19 @@ use core::ptr::{null_mut, NonNull};
 use heapworks::GRANULE;
 
 use crate::address_map;
-use crate::central;
 use crate::config;
+use crate::core_heap;
 use crate::fault;
 use crate::large;
 use crate::os::{self, PAGE};
 use crate::secure;
 use crate::size_class::{
     class_of_request, class_of_usable, list_offset_of_request, slot_class_of_request, MAX_CLASS,
-    SLOT_AREAS, SMALL_MAX_REQUEST,
+    SLOT_AREAS, SLOT_CLASSES, SLOT_MAX_REQUEST, SMALL_MAX_REQUEST,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::thread;
-use crate::tiny::{self, SLOT_CLASSES, SLOT_MAX_REQUEST};
+use crate::tiny;
 
 /// The largest request that can succeed (glibc's limit too: `PTRDIFF_MAX`).
 const MAX_REQUEST: usize = isize::MAX as usize;
@@ -83,7 +83,7 @@ fn out_of_memory_if_none(block: Option<NonNull<u8>>) -> *mut c_void {
     }
 }
 
-fn allocate_central(size: usize, align: usize) -> Option<NonNull<u8>> {
+fn allocate_in_core(size: usize, align: usize) -> Option<NonNull<u8>> {
     thread::allocate_core(Layout::from_size_align(size, align).ok()?)
 }
 
@@ -131,7 +131,7 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
     unsafe { free_with_header(block) }
 }
 
-/// `free` of a block with a header word: a central-heap block or a large one.
+/// `free` of a block with a header word: a core-heap block or a large one.
 ///
 /// # Safety
 /// `block` is a live block of this allocator other than a slot, not used after this call.
@@ -142,7 +142,7 @@ unsafe fn free_with_header(block: NonNull<u8>) {
         if large::is_large(block) {
             return free_large(block);
         }
-        let class = class_of_usable(central::usable_size(block));
+        let class = class_of_usable(core_heap::usable_size(block));
         if class > MAX_CLASS {
             return free_medium(block);
         }
@@ -156,31 +156,31 @@ unsafe fn free_with_header(block: NonNull<u8>) {
 /// class again rather than taking it, which keeps `free`'s fast path shorter.
 ///
 /// # Safety
-/// `block` is a live small central-heap block, not used after this call.
+/// `block` is a live small core-heap block, not used after this call.
 #[inline(never)]
 unsafe extern "C" fn free_small_slow(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
-    unsafe { thread::push_slow(block, class_of_usable(central::usable_size(block))) }
+    unsafe { thread::push_slow(block, class_of_usable(core_heap::usable_size(block))) }
 }
 
 /// # Safety
-/// `block` is a live central-heap block above the small classes, not used after this call.
+/// `block` is a live core-heap block above the small classes, not used after this call.
 #[inline(never)]
 unsafe extern "C" fn free_medium(block: NonNull<u8>) {
     if address_map::owner(block.as_ptr().addr()).is_none() {
         fault::invalid_pointer("free", block.as_ptr());
     }
-    // SAFETY: the block lies in the central heap's span: its header word is readable.
-    if unsafe { central::usable_size(block) } > 2 * LARGE_MIN {
+    // SAFETY: the block lies in the core heap's span: its header word is readable.
+    if unsafe { core_heap::usable_size(block) } > 2 * LARGE_MIN {
         // No medium block is that large: the header was overwritten (an overflow from the
         // block before, or an interior pointer's "header" is the program's data).
         fault::corrupted("free", block.as_ptr());
     }
-    // SAFETY: the block is, or was, a central-heap block (the caller's promise; the span
+    // SAFETY: the block is, or was, a core-heap block (the caller's promise; the span
     // check above rules out most other pointers), and the heap's regions are never given up.
     if !unsafe { heapworks::Heap::looks_live(block) } {
         // SAFETY: as above: its header is readable.
-        fault::double_free(block.as_ptr(), unsafe { central::usable_size(block) });
+        fault::double_free(block.as_ptr(), unsafe { core_heap::usable_size(block) });
     }
     if config::secure() {
         // SAFETY: forwarded from the caller.
@@ -191,7 +191,7 @@ unsafe extern "C" fn free_medium(block: NonNull<u8>) {
         return;
     }
     // SAFETY: forwarded from the caller.
-    unsafe { thread::push_medium(block, central::usable_size(block)) }
+    unsafe { thread::push_medium(block, core_heap::usable_size(block)) }
 }
 
 /// # Safety
@@ -335,10 +335,10 @@ unsafe fn realloc_slot(block: NonNull<u8>, usable: usize, size: usize) -> *mut c
 }
 
 /// # Safety
-/// `block` is a live central-heap block; `0 < size <= MAX_REQUEST`.
+/// `block` is a live core-heap block; `0 < size <= MAX_REQUEST`.
 unsafe fn realloc_heap_block(block: NonNull<u8>, size: usize) -> *mut c_void {
     // SAFETY: `block` is live.
-    let usable = unsafe { central::usable_size(block) };
+    let usable = unsafe { core_heap::usable_size(block) };
     let keeps = size <= usable && usable - size < SHRINK_SLACK.max(usable / 2);
     // SAFETY: `block` is live; resizing in place keeps it so.
     if keeps || (size <= LARGE_MIN && unsafe { resize_with_headroom(block, usable, size) }) {
@@ -351,16 +351,16 @@ unsafe fn realloc_heap_block(block: NonNull<u8>, size: usize) -> *mut c_void {
 
 /// Resizes a heap block in place. A block that grows in place takes an eighth more than asked
 /// when its neighbour has it, so a block grown step by step (a buffer appended to) reaches the
-/// central heap once per eighth of its size instead of at every step.
+/// core heap once per eighth of its size instead of at every step.
 ///
 /// # Safety
-/// `block` is a live central-heap block of `usable` bytes; `size <= LARGE_MIN`.
+/// `block` is a live core-heap block of `usable` bytes; `size <= LARGE_MIN`.
 unsafe fn resize_with_headroom(block: NonNull<u8>, usable: usize, size: usize) -> bool {
     // SAFETY: forwarded from the caller.
     unsafe {
-        thread::resize_in_place(block, |central| {
-            (size > usable && central.resize_in_place(block, size + size / GROWTH_HEADROOM_DIVISOR))
-                || central.resize_in_place(block, size)
+        thread::resize_in_place(block, |heap| {
+            (size > usable && heap.resize_in_place(block, size + size / GROWTH_HEADROOM_DIVISOR))
+                || heap.resize_in_place(block, size)
         })
     }
 }
@@ -440,8 +440,8 @@ fn allocate_aligned(align: usize, size: usize) -> *mut c_void {
     } else if size > LARGE_MIN || align > PAGE {
         thread::allocate_large(size, align).map(|large| large.ptr)
     } else {
-        bump(&COUNTERS.central_direct);
-        allocate_central(size, align)
+        bump(&COUNTERS.core_direct);
+        allocate_in_core(size, align)
     };
     out_of_memory_if_none(block)
 }
@@ -552,7 +552,7 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
                 _ => 0,
             }
         } else if address_map::owner(block.as_ptr().addr()).is_some() {
-            central::usable_size(block)
+            core_heap::usable_size(block)
         } else {
             0
         }

@@ -1,4 +1,4 @@
-//! Arenas: the memory a thread owns. Each arena is a core heap (see [`crate::central`]) and a
+//! Arenas: the memory a thread owns. Each arena is a core heap (see [`crate::core_heap`]) and a
 //! set of slabs (see [`crate::tiny`]) behind a lock of its own, plus a lock-free list of
 //! blocks that threads other than its owner freed.
 //!
@@ -30,7 +30,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::address_map;
-use crate::central::Central;
+use crate::core_heap::CoreHeap;
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::size_class::{area_of_list, class_of_usable, list_block_bytes, MAX_CLASS, MIN_CLASS};
@@ -43,7 +43,7 @@ pub(crate) const MAX_ARENAS: usize = 64;
 /// What an arena's lock guards.
 pub(crate) struct Backends {
     /// Core-heap blocks: small classes not served by slots, medium blocks, aligned ones.
-    pub(crate) core: Central,
+    pub(crate) core: CoreHeap,
     /// The arena's slabs of slots.
     pub(crate) slabs: Slabs,
 }
@@ -64,7 +64,7 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     let mut arenas = [const {
         Arena {
             backends: SpinLock::new(Backends {
-                core: Central::new(0),
+                core: CoreHeap::new(0),
                 slabs: Slabs::new(0),
             }),
             remote: AtomicPtr::new(core::ptr::null_mut()),
@@ -75,7 +75,7 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     while at < MAX_ARENAS {
         arenas[at] = Arena {
             backends: SpinLock::new(Backends {
-                core: Central::new(at),
+                core: CoreHeap::new(at),
                 slabs: Slabs::new(at),
             }),
             remote: AtomicPtr::new(core::ptr::null_mut()),
@@ -265,7 +265,7 @@ impl Backends {
             if tiny::is_slot(block.as_ptr()) {
                 return self.slabs.give_back_one(block);
             }
-            let class = class_of_usable(crate::central::usable_size(block));
+            let class = class_of_usable(crate::core_heap::usable_size(block));
             // A promoted class's refills take slots, never its batch.
             if (MIN_CLASS..=MAX_CLASS).contains(&class)
                 && area_of_list(class).is_none_or(|area| !tiny::is_open(area))

@@ -395,7 +395,7 @@ pub(crate) unsafe fn realloc(block: NonNull<u8>, new_size: usize) -> Option<NonN
 }
 
 /// Gives back at least `bytes` of cached mappings if there are as many (the shared cache's
-/// oldest first, then the calling thread's slot), because the central heap has just grown by
+/// oldest first, then the calling thread's slot), because the core heap has just grown by
 /// `bytes`: a program whose heap grows is not reusing its freed large blocks at the moment, and
 /// keeping their pages resident while the heap takes new ones would raise its peak RSS by as
 /// much (sqlite building an index after freeing its 2 MiB buffers: 1.2 times glibc's). A loop
@@ -423,7 +423,7 @@ pub(crate) fn release_for_growth(bytes: usize, slot: Option<&mut LargeSlot>) {
 }
 
 /// Unmaps every freed guarded mapping secure mode holds back (the kernel refused a mapping:
-/// see [`crate::arena::make_room`]).
+/// see [`crate::thread::make_room`]).
 pub(crate) fn release_guarded() {
     let held = core::mem::replace(&mut CACHE.lock().guarded, [None; GUARDED_HELD]);
     for mapping in held.into_iter().flatten() {

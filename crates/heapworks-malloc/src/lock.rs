@@ -1,4 +1,4 @@
-//! A spin lock with backoff, for the central heap and the large-block cache.
+//! A spin lock with backoff, for the core heap and the large-block cache.
 //!
 //! Invariants: the data is reached only through a guard, and at most one guard exists at a
 //! time. Waiters spin briefly, then yield the CPU with `sched_yield` (a bare system call), so a

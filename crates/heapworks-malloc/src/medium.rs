@@ -1,13 +1,13 @@
-//! Medium blocks in the thread caches: central-heap blocks above the small classes, kept per
+//! Medium blocks in the thread caches: core-heap blocks above the small classes, kept per
 //! thread by size so that `free(malloc(n))` of a medium `n` takes no lock.
 //!
 //! A freed medium block joins the bin of its usable size (8 bins per power of two, from 1 KiB
 //! up). `malloc(n)` takes the head of `n`'s bin if it holds `n` bytes with at most half as much
 //! to spare; otherwise the first such block further down that bin or in the next four (whose
 //! blocks reach at least 1.44 times `n`). Blocks keep their exact size: nothing is
-//! rounded up when it comes from the central heap, so a program's memory grows by nothing but
+//! rounded up when it comes from the core heap, so a program's memory grows by nothing but
 //! what it asks for, and a block taken for a smaller request is not split (a split would take
-//! the central lock, which the cache is there to spare). The budget starts at an eighth of the
+//! an arena lock, which the cache is there to spare). The budget starts at an eighth of the
 //! thread's (`HEAPWORKS_TCACHE_KIB`): cached blocks of sizes the program no longer asks for are
 //! resident memory nobody uses, which a small budget keeps small. It doubles, up to four times
 //! that, each time a cache that serves requests has given back 64 budgets' worth of its oldest
@@ -18,7 +18,7 @@
 //! Measured on `threads.c mixed` (two threads, each freeing and allocating random 8 B to 4 KiB
 //! blocks, 1024 live): taking only a block within an eighth of the request, from two bin heads,
 //! and emptying every bin whenever the budget was spent sent 42 % of its medium requests to the
-//! central heap (26 600 per million calls), and with the two vCPUs far apart (a 440 ns
+//! core heap (26 600 per million calls), and with the two vCPUs far apart (a 440 ns
 //! cache-line round trip) its throughput fell from 136 to 54 Mops/s. Giving back only the oldest
 //! blocks cut that to 20 400 per million, serving from any block up to half again as large to
 //! 5 400 (112 Mops/s far apart, 165 close, glibc 100 and 101), with the trace corpus's peak
@@ -26,7 +26,7 @@
 //!
 //! Invariants:
 //! - For every bin: `room + length of its list == limit(bin)` while the cache is live, and
-//!   every listed block is a live central-heap block whose usable size maps to the bin. A
+//!   every listed block is a live core-heap block whose usable size maps to the bin. A
 //!   bin's list runs from the most recently freed block to the oldest.
 //! - `budget` is the starting budget times 1, 2 or 4, and only grows.
 //! - `cached_bytes` is the sum of the listed blocks' usable sizes, and it never exceeds the
@@ -37,7 +37,7 @@
 //!   consumer of another thread's do); otherwise the older half of the block's bin if that is
 //!   full, and, while the budget lacks room for the block, the oldest block of each non-empty
 //!   bin in turn until three quarters of the budget hold it. The rest stays for reuse.
-//! - The cache lives in a block of the central heap, created when its thread's cache starts
+//! - The cache lives in a block of the core heap, created when its thread's cache starts
 //!   and given back, with every block it holds, when the thread exits; the thread cache keeps
 //!   only a pointer to it (null: no medium cache, as with a budget of 0), because static TLS
 //!   is scarce for a library loaded with `dlopen`.
@@ -46,7 +46,7 @@ use core::alloc::Layout;
 use core::ptr::NonNull;
 
 use crate::address_map;
-use crate::central::{self, Central};
+use crate::core_heap::{self, CoreHeap};
 use crate::link;
 use crate::stats::{add, bump, COUNTERS};
 
@@ -60,14 +60,14 @@ const SUB_BINS_LOG2: u32 = 3;
 const SUB_BINS: usize = 1 << SUB_BINS_LOG2;
 /// log2 of the smallest key a bin holds (a key is a size plus a word: the chunk size).
 const FIRST_OCTAVE: u32 = 10;
-/// Bins from 1 KiB to 512 KiB keys, which covers every central-heap block a request up to
+/// Bins from 1 KiB to 512 KiB keys, which covers every core-heap block a request up to
 /// `LARGE_MIN` (plus realloc's headroom) can produce; larger blocks are not cached.
 const BINS: usize = 9 * SUB_BINS;
 /// The bytes one bin may hold, in blocks of its smallest size (at least one block).
 const BIN_BYTES: usize = 32 << 10;
 /// A cached block serves a request if it wastes at most `size >> WASTE_SHIFT` bytes: half of
 /// it. A quarter sent 9 200 medium requests per million calls of `threads.c mixed` to the
-/// central heap, an eighth 15 700 (with the same search), half 5 400, for the same peak RSS
+/// core heap, an eighth 15 700 (with the same search), half 5 400, for the same peak RSS
 /// on the trace corpus.
 const WASTE_SHIFT: u32 = 1;
 /// Bins a request looks through: its own and the next ones (the fifth bin on starts above
@@ -81,7 +81,7 @@ const MAX_GROWTH: usize = 4;
 /// The most blocks one bin may hold.
 const MAX_BIN_BLOCKS: usize = 16;
 
-/// One thread's medium blocks, in a block of the central heap.
+/// One thread's medium blocks, in a block of the core heap.
 pub(crate) struct MediumCache {
     heads: [*mut u8; BINS],
     rooms: [u8; BINS],
@@ -124,13 +124,13 @@ fn fits(usable: usize, size: usize) -> bool {
 }
 
 impl MediumCache {
-    /// An empty medium cache of `budget` bytes in a new central-heap block; `None` for a budget
+    /// An empty medium cache of `budget` bytes in a new core-heap block; `None` for a budget
     /// of 0 or when the heap has no memory.
-    pub(crate) fn create(central: &mut Central, budget: usize) -> Option<NonNull<MediumCache>> {
+    pub(crate) fn create(heap: &mut CoreHeap, budget: usize) -> Option<NonNull<MediumCache>> {
         if budget == 0 {
             return None;
         }
-        let block = central
+        let block = heap
             .allocate(Layout::new::<MediumCache>())?
             .cast::<MediumCache>();
         let mut rooms = [0; BINS];
@@ -172,8 +172,8 @@ impl MediumCache {
         let bin = bin_of(size + WORD);
         let head = NonNull::new(*self.heads.get(bin)?);
         if let Some(head) = head {
-            // SAFETY: a listed block is a live central-heap block: its header is readable.
-            if fits(unsafe { central::usable_size(head) }, size) {
+            // SAFETY: a listed block is a live core-heap block: its header is readable.
+            if fits(unsafe { core_heap::usable_size(head) }, size) {
                 // SAFETY: the head is on the bin's list and follows nothing.
                 return Some(unsafe { self.unlink(bin, None, head) });
             }
@@ -188,10 +188,10 @@ impl MediumCache {
         for bin in first..(first + SEARCH_BINS).min(BINS) {
             let mut before = None;
             let mut at = self.heads[bin];
-            // SAFETY: a listed block is a live central-heap block whose first word is the link.
+            // SAFETY: a listed block is a live core-heap block whose first word is the link.
             unsafe {
                 while let Some(block) = NonNull::new(at) {
-                    if fits(central::usable_size(block), size) {
+                    if fits(core_heap::usable_size(block), size) {
                         return Some(self.unlink(bin, before, block));
                     }
                     before = Some(block);
@@ -216,7 +216,7 @@ impl MediumCache {
         // SAFETY: forwarded from the caller; the blocks' first words are the links.
         unsafe {
             let rest = link::next(block);
-            // A link that leads out of the central heap was overwritten (a write after free,
+            // A link that leads out of the core heap was overwritten (a write after free,
             // or an overflow from the block before): caught before it is followed.
             if !rest.is_null() && address_map::owner(rest.addr()).is_none() {
                 crate::fault::corrupted_link(block.as_ptr());
@@ -227,7 +227,7 @@ impl MediumCache {
             }
             block.cast::<usize>().add(1).write(0);
             self.rooms[bin] += 1;
-            self.cached_bytes -= central::usable_size(block);
+            self.cached_bytes -= core_heap::usable_size(block);
             self.served = true;
             block
         }
@@ -237,7 +237,7 @@ impl MediumCache {
     /// Returns whether it did.
     ///
     /// # Safety
-    /// `block` is a live central-heap block of `usable` bytes, above the small classes, that
+    /// `block` is a live core-heap block of `usable` bytes, above the small classes, that
     /// the caller gives up.
     #[inline(always)]
     pub(crate) unsafe fn push(&mut self, block: NonNull<u8>, usable: usize) -> bool {
@@ -294,7 +294,7 @@ impl MediumCache {
     /// (everything for a thread that only frees; else the older half of a full bin and the
     /// oldest blocks while the budget lacks room, down to three quarters of it so that one lock
     /// pays for several frees), then tries again; a block the cache cannot hold goes to the
-    /// central heap. Emptying every bin whenever the budget was spent left a thread that frees
+    /// core heap. Emptying every bin whenever the budget was spent left a thread that frees
     /// and allocates medium blocks of mixed sizes with an empty cache most of the time.
     ///
     /// # Safety
@@ -354,7 +354,7 @@ impl MediumCache {
             bump(&COUNTERS.medium_grown);
         }
     }
-    /// Gives every cached block back to the central heap.
+    /// Gives every cached block back to the core heap.
     fn release_all(&mut self, release: Release<'_>) {
         for bin in 0..BINS {
             self.release_tail(release, bin, 0);
@@ -383,7 +383,7 @@ impl MediumCache {
             let mut released = 0;
             while let Some(block) = NonNull::new(rest) {
                 rest = link::next(block);
-                self.cached_bytes -= central::usable_size(block);
+                self.cached_bytes -= core_heap::usable_size(block);
                 release(block);
                 released += 1;
             }

@@ -16,7 +16,7 @@
 //!   finds the secret (a double free); when it leaves, any byte that is no longer zero is a
 //!   write after free (or an overflow from a neighbour), reported before the block serves
 //!   again; it then joins the freeing thread's stash (marked, so a free of it is a double free)
-//!   or goes back to its slab or the central heap.
+//!   or goes back to its slab or the core heap.
 //! - **Slabs**: a slab's slots are handed out in a random order, every other slot of a new
 //!   slab is a red zone filled with a canary (checked on both sides of a slot when it is
 //!   freed: overflows and underflows into a neighbour are caught), and emptied slabs stay
@@ -90,7 +90,7 @@ impl Quarantine {
     }
 }
 
-/// Frees a small or medium block (a slot or a central-heap block) in secure mode: validates
+/// Frees a small or medium block (a slot or a core-heap block) in secure mode: validates
 /// it, catches a second free, zeroes it and holds it back. Returns the block that leaves the
 /// quarantine for it, checked unwritten and its mark cleared, with its bytes: the caller
 /// gives it back to its owner.
@@ -127,7 +127,7 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
 }
 
 /// Aborts unless `block`, a small or medium block passed to `realloc`, is live: a slot's
-/// start or a central-heap block, not waiting in the quarantine.
+/// start or a core-heap block, not waiting in the quarantine.
 ///
 /// # Safety
 /// `block` is not NULL and not a large block.

@@ -17,10 +17,21 @@
 
 use heapworks::GRANULE;
 
-use crate::thread;
-use crate::tiny::{SLOT_CLASSES, SLOT_MAX_REQUEST};
-
 const WORD: usize = core::mem::size_of::<usize>();
+
+/// Tiny slot classes: class `k` (1 to `SLOT_CLASSES`) has slots of `k * GRANULE` bytes (see
+/// [`crate::tiny`]).
+pub(crate) const SLOT_CLASSES: usize = 8;
+/// The largest request a tiny slot serves.
+pub(crate) const SLOT_MAX_REQUEST: usize = SLOT_CLASSES * GRANULE;
+/// The bytes of one list's entry in a thread cache, whose lists come first in it (see
+/// [`crate::thread`], which asserts both).
+pub(crate) const LIST_ENTRY_BYTES: usize = 16;
+
+/// The byte offset of list `list` in a thread cache.
+pub(crate) const fn list_offset(list: usize) -> usize {
+    list * LIST_ENTRY_BYTES
+}
 
 /// The smallest class of core blocks: two granules, the core's smallest chunk.
 pub(crate) const MIN_CLASS: usize = 2;
@@ -47,7 +58,7 @@ pub(crate) const SMALL_MAX_REQUEST: usize = MAX_CLASS * GRANULE - WORD;
 
 /// The thread-cache list serving a request of `n <= SMALL_MAX_REQUEST` bytes, at index `n`:
 /// a slot class's list up to `SLOT_MAX_REQUEST`, a class's above, as the list's byte offset
-/// (see [`thread::list_offset`]) in words. `malloc` finds its list with one load and no
+/// (see [`list_offset`]) in words. `malloc` finds its list with one load and no
 /// arithmetic: indexed by the request itself (no rounding to a step, two instructions fewer
 /// than a table of 8-byte steps), a byte an entry (1 KiB in all; the offsets fit, see the
 /// assertion), and the word count scaled back by the addressing mode; no branch on the size's
@@ -62,7 +73,7 @@ static LIST_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = {
             class_of_request(bytes)
         };
         assert!(list < LISTS);
-        let offset = thread::list_offset(list);
+        let offset = list_offset(list);
         assert!(offset.is_multiple_of(WORD) && offset / WORD <= u8::MAX as usize);
         lists[bytes] = (offset / WORD) as u8;
         bytes += 1;
@@ -71,7 +82,7 @@ static LIST_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = {
 };
 
 /// The thread-cache list serving a request of `bytes <= SMALL_MAX_REQUEST`, as a byte offset
-/// (see [`thread::list_offset`]).
+/// (see [`list_offset`]).
 #[inline(always)]
 pub(crate) fn list_offset_of_request(bytes: usize) -> usize {
     debug_assert!(bytes <= SMALL_MAX_REQUEST);

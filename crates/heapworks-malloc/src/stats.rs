@@ -9,29 +9,29 @@ use core::sync::atomic::{AtomicUsize, Ordering};
 
 /// One counter per kind of slow-path event.
 pub(crate) struct Counters {
-    /// Thread caches refilled from the central heap.
+    /// Thread caches refilled from the core heap.
     pub(crate) refills: AtomicUsize,
     /// Refills served by a transfer batch (blocks another flush left, not carved anew).
     pub(crate) batches_taken: AtomicUsize,
-    /// Thread caches that sent blocks back to the central heap on overflow.
+    /// Thread caches that sent blocks back to the core heap on overflow.
     pub(crate) flushes: AtomicUsize,
     /// Thread caches set up.
     pub(crate) caches_started: AtomicUsize,
     /// Thread caches emptied at thread exit.
     pub(crate) caches_retired: AtomicUsize,
-    /// Requests served by the central heap directly (medium sizes, alignment, dead threads).
-    pub(crate) central_direct: AtomicUsize,
-    /// Bytes committed to the central heap.
+    /// Requests served by the core heaps directly (medium sizes, alignment, dead threads).
+    pub(crate) core_direct: AtomicUsize,
+    /// Bytes committed to the core heap.
     pub(crate) segment_bytes: AtomicUsize,
-    /// Address-space reservations made for the central heap.
+    /// Address-space reservations made for the core heap.
     pub(crate) reservations: AtomicUsize,
-    /// Times the central heap gave the unused pages of its free chunks back to the OS.
+    /// Times the core heap gave the unused pages of its free chunks back to the OS.
     pub(crate) trims: AtomicUsize,
-    /// Bytes of free central-heap pages given back to the OS (a page may count more than once).
+    /// Bytes of free core-heap pages given back to the OS (a page may count more than once).
     pub(crate) trimmed_bytes: AtomicUsize,
     /// Medium requests the thread's medium cache could not serve.
-    pub(crate) medium_from_central: AtomicUsize,
-    /// Medium blocks the thread caches gave back to the central heap.
+    pub(crate) medium_from_core: AtomicUsize,
+    /// Medium blocks the thread caches gave back to the core heap.
     pub(crate) medium_released: AtomicUsize,
     /// Times a thread's medium cache doubled its budget.
     pub(crate) medium_grown: AtomicUsize,
@@ -44,7 +44,7 @@ pub(crate) struct Counters {
     pub(crate) large_remaps: AtomicUsize,
     /// Large mappings returned to the OS.
     pub(crate) large_unmaps: AtomicUsize,
-    /// Times the central heap's growth gave cached large mappings back to the OS.
+    /// Times the core heap's growth gave cached large mappings back to the OS.
     pub(crate) large_released_for_growth: AtomicUsize,
     /// Tiny slabs started in new address space.
     pub(crate) tiny_slabs: AtomicUsize,
@@ -76,12 +76,12 @@ pub(crate) static COUNTERS: Counters = Counters {
     flushes: AtomicUsize::new(0),
     caches_started: AtomicUsize::new(0),
     caches_retired: AtomicUsize::new(0),
-    central_direct: AtomicUsize::new(0),
+    core_direct: AtomicUsize::new(0),
     segment_bytes: AtomicUsize::new(0),
     reservations: AtomicUsize::new(0),
     trims: AtomicUsize::new(0),
     trimmed_bytes: AtomicUsize::new(0),
-    medium_from_central: AtomicUsize::new(0),
+    medium_from_core: AtomicUsize::new(0),
     medium_released: AtomicUsize::new(0),
     medium_grown: AtomicUsize::new(0),
     large_mapped: AtomicUsize::new(0),
@@ -125,7 +125,7 @@ pub(crate) fn add(counter: &AtomicUsize, amount: usize) {
 }
 
 /// A fixed buffer that `write!` fills, dropping what does not fit: text formatted without
-/// allocating (the report here, a panic's message in [`crate::panic`]).
+/// allocating (the report here, a panic's message in the `panic` module).
 pub(crate) struct StackText {
     bytes: [u8; 2048],
     len: usize,
@@ -156,22 +156,27 @@ impl Write for StackText {
     }
 }
 
-/// Writes the report to stderr.
-pub(crate) fn print_report() {
+/// The core heaps' bytes in use, free and managed, summed over the arenas.
+pub(crate) struct HeapTotals {
+    pub(crate) in_use: usize,
+    pub(crate) free: usize,
+    pub(crate) managed: usize,
+}
+
+/// Writes the report to stderr, with the core heaps' totals.
+pub(crate) fn print_report(heaps: HeapTotals) {
     let mut text = StackText::new();
     // Writing into a StackText never fails.
-    let _ = write_report(&mut text);
+    let _ = write_report(&mut text, heaps);
     text.write_to(crate::config::stats_fd());
 }
 
-fn write_report(out: &mut StackText) -> fmt::Result {
-    let (mut in_use, mut free, mut managed) = (0, 0, 0);
-    crate::arena::for_each(|arena| {
-        let stats = arena.core.stats();
-        in_use += stats.in_use;
-        free += stats.free;
-        managed += stats.managed;
-    });
+fn write_report(out: &mut StackText, heaps: HeapTotals) -> fmt::Result {
+    let HeapTotals {
+        in_use,
+        free,
+        managed,
+    } = heaps;
     let c = &COUNTERS;
     let get = |counter: &AtomicUsize| counter.load(Ordering::Relaxed);
     writeln!(
@@ -198,18 +203,18 @@ fn write_report(out: &mut StackText) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  thread caches: {} started, {} retired, {} refills ({} with a transfer batch), {} flushes; {} direct central requests",
+        "  thread caches: {} started, {} retired, {} refills ({} with a transfer batch), {} flushes; {} direct core-heap requests",
         get(&c.caches_started),
         get(&c.caches_retired),
         get(&c.refills),
         get(&c.batches_taken),
         get(&c.flushes),
-        get(&c.central_direct)
+        get(&c.core_direct)
     )?;
     writeln!(
         out,
-        "  medium blocks: {} requests served by the central heap, {} cached blocks given back, {} budget doublings",
-        get(&c.medium_from_central),
+        "  medium blocks: {} requests served by the core heaps, {} cached blocks given back, {} budget doublings",
+        get(&c.medium_from_core),
         get(&c.medium_released),
         get(&c.medium_grown)
     )?;

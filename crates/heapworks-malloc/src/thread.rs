@@ -1,37 +1,49 @@
-//! Thread caches: per-thread lists of free small blocks in initial-exec TLS.
+//! The per-thread owner: each thread's cache in initial-exec TLS, the arena it owns, its start,
+//! its exit (abandoning the arena) and the routing of every block that leaves the cache.
 //!
 //! Each thread owns one [`ThreadCache`] in static TLS: for every size class and every slot
 //! class (see [`crate::tiny`]) a singly linked list of blocks (the link is the block's first
 //! word), the room left on it, and its limit.
-//! `malloc` pops and `free` pushes without a lock or an atomic; an empty list is refilled with a
-//! batch from the central heap under its lock, and a full one either grows its limit (within the
-//! thread's byte budget, `HEAPWORKS_TCACHE_KIB`) or sends half its blocks back. A block freed by
-//! another thread simply joins the freeing thread's cache: every cached block is allocated in
-//! the central heap's eyes, so any thread can hand it back. Half a list sent back is left
-//! linked, as its class's transfer batch when the central heap has room for it, and a refill
-//! takes such a batch whole (growing the list's limit to hold it, within the budget): blocks
-//! one thread frees reach a thread that allocates them a batch per lock (see [`central`]).
-//! Tiny slot lists refill from and flush to the slabs instead, under their lock; when no slab
-//! can be had, a slot request takes a core block of the class that holds as much. So does a
-//! promoted class's list (see [`tiny::note_carved`]): it refills with slots of the class's
-//! area, and a flush sends its slots to the slabs and its core blocks (those carved before the
-//! promotion, or when no slab could be had) to the central heap.
+//! `malloc` pops and `free` pushes without a lock or an atomic (15 and 22 instructions, pinned
+//! by `bench --malloc --instructions`). A block freed by any thread joins the freeing thread's
+//! list, whoever owns it: the fast path does not look. Its owner is asked only when the block
+//! leaves the cache, a list at a time: a full list either grows its limit (within the
+//! thread's byte budget, `HEAPWORKS_TCACHE_KIB`) or sends half its blocks back, and those go
+//! to the arenas they came from ([`Router`]): the thread's own arena's under its lock (left
+//! linked as the class's transfer batch when the core heap has room for it, slots as their
+//! area's batch), any other arena's onto that arena's remote list, one compare-and-swap a
+//! chain. An empty list first collects the blocks other threads freed into the thread's arena
+//! ([`collect_remote`]: one exchange takes them all, and they join the thread's lists), then
+//! refills from its arena under its lock: the class's transfer batch, or fresh blocks, or
+//! slots from its slabs. When no slab can be had, a slot request takes a core block of the
+//! class that holds as much. So does a promoted class's list (see [`tiny::note_carved`]): it
+//! refills with slots of the class's area, and a flush sends its slots to the slabs and its
+//! core blocks (those carved before the promotion, or when no slab could be had) to the core
+//! heap. No lock is ever held while another is taken: an arena's growth is reported by the
+//! core heap and the cached large mappings give as much back after the arena's lock is
+//! released ([`with_arena`]).
+//!
+//! A thread claims an arena when its cache starts (see [`crate::arena`]) and at exit
+//! ([`retire`]) sends every cached block home, then abandons its arena to the next thread that
+//! starts. Threads past the arenas' count share one, as do threads past their exit.
 //!
 //! The cache also holds the thread's medium blocks ([`MediumCache`], an eighth of the budget) and
 //! its most recently freed large mapping ([`LargeSlot`]); their modules say how they work.
 //!
 //! Invariants:
 //! - For every list: `room + length of the list == limit`; every block on class `c`'s list is
-//!   a central-heap block that holds `request_of_class(c)` bytes or a slot of the class's area
+//!   a core-heap block that holds `request_of_class(c)` bytes or a slot of the class's area
 //!   (only once the class is promoted), every block on tiny slot class `k`'s list a slot of
-//!   that class. (A central-heap block never joins a tiny slot list; lists below `MIN_CLASS`
+//!   that class. (A core-heap block never joins a tiny slot list; lists below `MIN_CLASS`
 //!   are unused.)
 //! - The cache starts zeroed (`Uninit`: every list empty, every room 0, no medium cache, the
 //!   large slot empty), so the fast paths fall into the slow paths, which set it up; `Dead`
 //!   (after the thread's exit destructor) keeps them all so for good, and the slow paths then
-//!   use the central heap and the shared large cache directly.
+//!   use a shared arena and the shared large cache directly.
+//! - `arena` and `owns_arena` are set once, when the cache starts; while it is live and owns
+//!   its arena, no other thread owns that arena.
 //! - The TLS block stays about 1.2 KiB, which a library loaded with `dlopen` can still get:
-//!   the medium cache lives in the central heap, behind a pointer.
+//!   the medium cache lives in the core heap, behind a pointer.
 //! - `limit * block size` summed over the classes never exceeds the thread's budget less the
 //!   medium cache's share.
 //!
@@ -45,15 +57,16 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::arena::{self, Backends};
-use crate::central;
 use crate::config;
+use crate::core_heap;
 use crate::fault;
 use crate::large::{self, LargeSlot};
 use crate::link;
 use crate::medium::MediumCache;
 use crate::size_class::{
     area_of_list, class_of_request, class_of_usable, is_slot_list, list_block_bytes, list_of_area,
-    request_of_class, slot_area, slot_list, LISTS, MAX_CLASS, MIN_CLASS,
+    list_offset, request_of_class, slot_area, slot_list, LISTS, LIST_ENTRY_BYTES, MAX_CLASS,
+    MIN_CLASS,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::tiny;
@@ -63,7 +76,7 @@ const INITIAL_LIST_BYTES: usize = 2048;
 /// Blocks a list may grow to hold, by bytes (at most `MAX_LIST_BLOCKS` blocks).
 const MAX_LIST_BYTES: usize = 128 << 10;
 const MAX_LIST_BLOCKS: u32 = 1024;
-/// Blocks fetched from the central heap at most per refill.
+/// Blocks fetched from the core heap at most per refill.
 const MAX_REFILL: u32 = 64;
 /// A promoted class's list holding less than this grows (within the budget) before it refills
 /// from the slabs: a refill costs the slabs' lock and a call whatever its size, so batches of a
@@ -151,10 +164,11 @@ unsafe fn bin(class: usize) -> *mut Bin {
     unsafe { (&raw mut (*current()).bins).cast::<Bin>().add(class) }
 }
 
-/// The byte offset of list `class` in a thread cache.
-pub(crate) const fn list_offset(class: usize) -> usize {
-    core::mem::offset_of!(ThreadCache, bins) + class * core::mem::size_of::<Bin>()
-}
+const _: () = assert!(
+    core::mem::offset_of!(ThreadCache, bins) == 0
+        && core::mem::size_of::<Bin>() == LIST_ENTRY_BYTES,
+    "size_class::list_offset must name the lists of a ThreadCache"
+);
 
 /// Pops a block from list `class` of the calling thread's cache.
 ///
@@ -190,7 +204,7 @@ pub(crate) unsafe fn pop_at(offset: usize) -> Option<NonNull<u8>> {
 ///
 /// # Safety
 /// `MIN_CLASS <= class < LISTS`, and `block` is a live block of list `class` (a slot of its
-/// class for a slot list, else a central-heap block of `class`) that the caller gives up.
+/// class for a slot list, else a core-heap block of `class`) that the caller gives up.
 #[inline(always)]
 pub(crate) unsafe fn push(block: NonNull<u8>, class: usize) -> bool {
     // SAFETY: forwarded from the caller.
@@ -231,7 +245,7 @@ unsafe fn push_at(block: NonNull<u8>, offset: usize) -> bool {
 }
 
 /// The calling thread's cache, set up if it was not yet; `None` once the thread's exit
-/// destructor has retired it. Never called with the central lock held (setting up takes it).
+/// destructor has retired it. Never called with an arena lock held (setting up takes it).
 #[inline]
 fn live_cache() -> Option<*mut ThreadCache> {
     let cache = current();
@@ -252,7 +266,7 @@ pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
     };
     if config::secure() {
         // SAFETY: the cache is this thread's and live.
-        return unsafe { stash_from_central(class) };
+        return unsafe { stash_from_core(class) };
     }
     // SAFETY: the cache is this thread's and live; `class` is a valid class (callers map
     // requests).
@@ -312,7 +326,7 @@ unsafe fn keep_collected(cache: *mut ThreadCache, block: NonNull<u8>) -> bool {
         let list = if tiny::is_slot(block.as_ptr()) {
             list_of_area(tiny::area_of(block.as_ptr()))
         } else {
-            let usable = central::usable_size(block);
+            let usable = core_heap::usable_size(block);
             let class = class_of_usable(usable);
             if class > MAX_CLASS {
                 return medium_cache(cache)
@@ -345,7 +359,7 @@ fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
         if taken == 0 {
             return allocate_direct(fallback);
         }
-        bump(&COUNTERS.central_direct);
+        bump(&COUNTERS.core_direct);
         return NonNull::new(slot);
     };
     if config::secure() {
@@ -380,7 +394,7 @@ unsafe fn refill_from_slabs(cache: *mut ThreadCache, list: usize, area: usize) -
     unsafe {
         // Like a class's list, a slot list grows when frees overflow it, and otherwise only a
         // promoted class's, up to `MIN_SLOT_LIST_BYTES`. Growing it on every refill took
-        // budget the classes' lists then lacked (more flushes to the central heap): allocator
+        // budget the classes' lists then lacked (more flushes to the core heap): allocator
         // instructions of insert-delete-10k 6.99M against 6.08M without, realloc-free-10k
         // 6.35M against 6.17M (python3 5.86M against 5.90M). A refill fills the whole list
         // instead (a slab's slots cost a dozen instructions each, not a core block's 60 to 90,
@@ -393,7 +407,18 @@ unsafe fn refill_from_slabs(cache: *mut ThreadCache, list: usize, area: usize) -
         {}
         let wanted = (*bin).room.clamp(1, MAX_REFILL);
         bump(&COUNTERS.refills);
-        let (head, taken) = with_arena(|arena| arena.slabs.take(area, wanted, (*bin).head));
+        let (head, taken) = with_arena(|arena| {
+            // Another arena's thread may have promoted the class after this arena's flushes
+            // left it a batch, which no refill takes any more: its blocks go back to the heap.
+            if !is_slot_list(list) && arena.core.batch_len(list) > 0 {
+                if let Some((batch, count)) =
+                    arena.core.take_batch(list, block_bytes(list), u32::MAX)
+                {
+                    release_list(&mut arena.core, &mut batch.as_ptr(), count);
+                }
+            }
+            arena.slabs.take(area, wanted, (*bin).head)
+        });
         (*bin).head = head;
         (*bin).room -= taken;
         taken > 0
@@ -453,11 +478,11 @@ const SECURE_STASH: u32 = 32;
 /// The most blocks a secure-mode stash holds.
 const SECURE_STASH_MAX: u32 = 256;
 
-/// Secure mode: fills the empty list of `class` with fresh central-heap blocks, then pops.
+/// Secure mode: fills the empty list of `class` with fresh core-heap blocks, then pops.
 ///
 /// # Safety
 /// The calling thread's cache is live.
-unsafe fn stash_from_central(class: usize) -> Option<NonNull<u8>> {
+unsafe fn stash_from_core(class: usize) -> Option<NonNull<u8>> {
     let (head, made) = with_arena_or_room(|arena| {
         arena
             .core
@@ -486,7 +511,7 @@ unsafe fn fill_stash(list: usize, head: *mut u8, count: u32) -> Option<NonNull<u
 /// Secure mode: a block out of the quarantine (checked and wiped) joins the calling thread's
 /// stash of its list while that holds fewer than [`SECURE_STASH_MAX`], marked as a cached
 /// block (so a free of it is caught as a double free); else it goes back to the slabs or the
-/// central heap.
+/// core heap.
 ///
 /// # Safety
 /// `block` is a block of `bytes` bytes out of the quarantine, allocated in its owner's eyes.
@@ -610,7 +635,7 @@ pub(crate) fn allocate_medium(size: usize) -> Option<NonNull<u8>> {
             }
         }
     }
-    bump(&COUNTERS.medium_from_central);
+    bump(&COUNTERS.medium_from_core);
     allocate_core(Layout::from_size_align(size, heapworks::GRANULE).ok()?)
 }
 
@@ -625,10 +650,10 @@ unsafe fn medium_cache(cache: *mut ThreadCache) -> Option<NonNull<MediumCache>> 
 }
 
 /// Caches a freed medium block in the calling thread's cache, making room if needed, or gives
-/// it to the central heap.
+/// it to the core heap.
 ///
 /// # Safety
-/// `block` is a live central-heap block of `usable` bytes, above the small classes, that the
+/// `block` is a live core-heap block of `usable` bytes, above the small classes, that the
 /// caller gives up.
 #[inline(always)]
 pub(crate) unsafe fn push_medium(block: NonNull<u8>, usable: usize) {
@@ -903,7 +928,7 @@ pub(crate) fn allocate_core(layout: Layout) -> Option<NonNull<u8>> {
 /// `block` is a live core-heap block.
 pub(crate) unsafe fn resize_in_place(
     block: NonNull<u8>,
-    mut resize: impl FnMut(&mut central::Central) -> bool,
+    mut resize: impl FnMut(&mut core_heap::CoreHeap) -> bool,
 ) -> bool {
     let Some(owner) = crate::address_map::owner(block.as_ptr().addr()) else {
         return false;
@@ -921,7 +946,7 @@ pub(crate) fn owned_arena() -> Option<usize> {
 
 /// Serves a small request straight from the thread's arena (for a thread past its exit).
 fn allocate_direct(class: usize) -> Option<NonNull<u8>> {
-    bump(&COUNTERS.central_direct);
+    bump(&COUNTERS.core_direct);
     with_arena_or_room(|arena| arena.core.allocate(layout_of_class(class)))
 }
 
@@ -992,7 +1017,7 @@ fn open_area(class: usize) -> Option<usize> {
 }
 
 /// Fills the empty list of `class`: from the slabs if the class is promoted and they have
-/// slots; else from the central heap, with the class's transfer batch, whole, if the list's
+/// slots; else from the core heap, with the class's transfer batch, whole, if the list's
 /// limit can be grown to hold it within the thread's budget (a thread that allocates what
 /// another frees thus takes a batch per lock), else with up to `MAX_REFILL` fresh blocks, which
 /// count towards the class's promotion.
@@ -1010,23 +1035,20 @@ unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
         let bin = bin(class);
         bump(&COUNTERS.refills);
         let (head, fetched) = with_arena_or_room(|arena| {
-            let central = &mut arena.core;
-            let batch = central.batch_len(class);
+            let heap = &mut arena.core;
+            let batch = heap.batch_len(class);
             while batch > (*bin).room && grow_limit(cache, class) {}
-            if let Some((head, count)) = central.take_batch(class, block_bytes(class), (*bin).room)
-            {
+            if let Some((head, count)) = heap.take_batch(class, block_bytes(class), (*bin).room) {
                 bump(&COUNTERS.batches_taken);
                 return (head.as_ptr(), count);
             }
             let wanted = ((*bin).limit / 2).clamp(1, MAX_REFILL);
-            let (head, made) = central.allocate_list(layout_of_class(class), wanted, (*bin).head);
+            let (head, made) = heap.allocate_list(layout_of_class(class), wanted, (*bin).head);
             let carved = list_bytes(class, made);
             if area_of_list(class).is_some_and(|area| tiny::note_carved(area, carved)) {
                 // Promoted: no refill takes the class's batch any more.
-                if let Some((batch, count)) =
-                    central.take_batch(class, block_bytes(class), u32::MAX)
-                {
-                    release_list(central, &mut batch.as_ptr(), count);
+                if let Some((batch, count)) = heap.take_batch(class, block_bytes(class), u32::MAX) {
+                    release_list(heap, &mut batch.as_ptr(), count);
                 }
             }
             (head, made)
@@ -1038,7 +1060,7 @@ unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
 }
 
 /// Makes room on the full list of `class`: doubles its limit if the budget allows, otherwise
-/// sends half its blocks back to the central heap.
+/// sends half its blocks back to the core heap.
 ///
 /// # Safety
 /// `cache` is the calling thread's live cache; `class` is a valid class.
@@ -1075,7 +1097,7 @@ unsafe fn grow_limit(cache: *mut ThreadCache, class: usize) -> bool {
 }
 
 /// Sends up to `count` blocks from the front of the list of `class` back: its slots to the
-/// slabs, its central-heap blocks to the central heap, as the class's transfer batch if the
+/// slabs, its core-heap blocks to the core heap, as the class's transfer batch if the
 /// heap takes it (never for a promoted class, whose refills do not look for one), else block
 /// by block.
 ///
@@ -1089,7 +1111,7 @@ unsafe fn flush(class: usize, count: u32) {
     bump(&COUNTERS.flushes);
 }
 
-/// Blocks cut from a list: its slots and its central-heap blocks, each a null-terminated list.
+/// Blocks cut from a list: its slots and its core-heap blocks, each a null-terminated list.
 struct Cut {
     slots: *mut u8,
     slot_count: u32,
@@ -1098,8 +1120,8 @@ struct Cut {
 }
 
 /// Cuts the first `count` blocks (or all) off the list of `class`. Only a promoted class's
-/// list can hold both slots and central-heap blocks, and only its blocks are sorted (a tiny
-/// slot list holds slots only, any other class's list central-heap blocks only).
+/// list can hold both slots and core-heap blocks, and only its blocks are sorted (a tiny
+/// slot list holds slots only, any other class's list core-heap blocks only).
 ///
 /// # Safety
 /// `class` is a valid list of the calling thread's cache.
@@ -1227,12 +1249,12 @@ unsafe fn route_foreign(own: usize, mut head: *mut u8) -> (*mut u8, u32) {
     }
 }
 
-/// Frees up to `count` blocks from the front of the list at `head` into the central heap.
+/// Frees up to `count` blocks from the front of the list at `head` into the core heap.
 /// Returns how many.
 ///
 /// # Safety
-/// The list's blocks are live central-heap blocks that nobody else uses.
-unsafe fn release_list(central: &mut central::Central, head: &mut *mut u8, count: u32) -> u32 {
+/// The list's blocks are live core-heap blocks that nobody else uses.
+unsafe fn release_list(heap: &mut core_heap::CoreHeap, head: &mut *mut u8, count: u32) -> u32 {
     let mut released = 0;
     while released < count {
         let Some(block) = NonNull::new(*head) else {
@@ -1241,14 +1263,14 @@ unsafe fn release_list(central: &mut central::Central, head: &mut *mut u8, count
         // SAFETY: a listed block's first word is the link; the block is then given back.
         unsafe {
             *head = link::next(block);
-            central.free(block);
+            heap.free(block);
         }
         released += 1;
     }
     released
 }
 
-/// Empties the calling thread's cache into the central heap for good (thread exit).
+/// Empties the calling thread's cache into the core heap for good (thread exit).
 fn retire() {
     let cache = current();
     // SAFETY: the cache is this thread's; emptied lists get room 0 so nothing is pushed again.

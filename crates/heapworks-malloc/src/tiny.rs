@@ -16,19 +16,19 @@
 //! Every slot class costs a program that uses it at least a page of its own, which is why
 //! tiny slots stop at 128 bytes (16 classes, up to 256 B, raised git-log's peak RSS by 4 %, to
 //! 1.13 times glibc's; 8 cost less than 1 %). A larger class's slots are therefore opened
-//! only once the central heap has carved [`PROMOTE_AFTER_BYTES`] of fresh blocks for its
+//! only once the core heap has carved [`PROMOTE_AFTER_BYTES`] of fresh blocks for its
 //! refills ([`note_carved`]): a program that uses a class a little keeps its blocks in the
 //! core heap, where every size shares the same pages, while one that churns megabytes of it
 //! (more than its thread cache holds) moves those blocks between its cache and the slabs
 //! instead of through the core's allocate and free. Once open, an area stays open; the core
 //! blocks of its class still in use keep circulating through the class's thread-cache lists
-//! beside its slots (see [`crate::tcache`]).
+//! beside its slots (see [`crate::thread`]).
 //!
 //! A slot has no header, so nothing in front of it says what it is: its address does. The
 //! region is reserved once, at a fixed address far below where the kernel places mappings
 //! (`MAP_FIXED_NOREPLACE`, so nothing else is ever replaced), and [`end`] is one past it.
 //! Under an address-space limit too tight for the whole region, or once a refused mapping
-//! has made it give back its unused parts ([`Slabs::release_unused`]), only the slabs and
+//! has made it give back its unused parts ([`Region::release_unused`]), only the slabs and
 //! table rows in use are mapped, each at its place: the kernel places nothing there of its own
 //! accord (it maps top-down from far above, and would have to exhaust that first).
 //! `free` sends every pointer below `end` (NULL included: `end` starts at 1) to its slow path,
@@ -37,11 +37,14 @@
 //! practice, and would only take that slow path if it did not. A slot's slab (so its
 //! metadata) is its offset within its area shifted right: O(1), no lookup.
 //!
-//! Slots move between the slabs and the thread caches in batches under [`SLABS`]'s lock (see
-//! [`crate::tcache`]). A flushed list is kept whole, as its area's top batch, while the area's
-//! batches hold at most [`BATCH_MAX_BYTES`]; a refill takes the top batch (or its first part)
-//! first: either costs O(1), not a dozen instructions and a metadata update a slot, and the blocks
-//! one thread frees reach the next refill (of any thread) as they were. Otherwise a flushed slot
+//! Each slab belongs to the arena that started it ([`Slabs`], one per arena, under the arena's
+//! lock; see [`crate::arena`]), which alone hands its slots out and takes them back; the
+//! region's address space and every area's count of started slabs are shared ([`Region`],
+//! under its own lock, taken once per slab started). Slots move between an arena's slabs and
+//! its thread's cache in batches (see [`crate::thread`]). A flushed list is kept whole, as its
+//! area's top batch, while the area's batches hold at most [`BATCH_MAX_BYTES`]; a refill takes
+//! the top batch (or its first part) first: either costs O(1), not a dozen instructions and a
+//! metadata update a slot. Otherwise a flushed slot
 //! goes back to its slab, and a refill takes slots from the partial slab at the head of its area's
 //! list, first from its free list (slots given back), then from its fresh part (never used since
 //! the slab started, so nothing needs building until a batch asks). A slab that becomes empty stays
@@ -50,7 +53,10 @@
 //! needs comes from those before new address space is committed. Resident empty slabs are thus
 //! bounded by `EMPTY_KEPT` per area.
 //!
-//! Invariants, under the lock, for each area:
+//! Invariants, for each area (the region's parts under its lock, an arena's lists under the
+//! arena's):
+//! - Every started slab's `arena` names the arena that started it, set before any of its
+//!   slots is handed out and never changed; only that arena's lists hold it.
 //! - The table's first `table_rows` rows (a row holds slab `i`'s metadata of every area) are
 //!   committed, and so are the area's first `committed <= table_rows` slabs; `started <=
 //!   committed` slabs have been used. Committed means readable and writable: made so by
@@ -68,7 +74,7 @@
 //!   [`write_batch_header`]); `batch_slots` is the sum of the lengths, and `batch_slots` slots
 //!   take at most [`BATCH_MAX_BYTES`]. A slab whose slots wait in batches does not empty, so
 //!   the batches bound what they keep from being given back to the OS.
-//! - The partial list holds exactly the started slabs with `used > 0` and a slot to give (free
+//! - An arena's partial list holds exactly its started slabs with `used > 0` and a slot to give (free
 //!   list or fresh part), doubly linked; the empty stack holds `empty_count <= EMPTY_KEPT` slabs
 //!   with `used == 0` whose pages are resident; the clean stack holds slabs with `used == 0`,
 //!   `fresh == 0`, an empty free list and discarded pages. Every started slab is in exactly one
@@ -81,20 +87,14 @@
 use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
-use heapworks::GRANULE;
-
 use crate::config;
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
-use crate::size_class::{area_slot_bytes, PROMOTABLE, SLOT_AREAS};
+use crate::size_class::{area_slot_bytes, PROMOTABLE, SLOT_AREAS, SLOT_CLASSES};
 use crate::stats::{bump, COUNTERS};
 
-/// Tiny slot classes: class `k` (1 to `SLOT_CLASSES`) has slots of `k * GRANULE` bytes.
-pub(crate) const SLOT_CLASSES: usize = 8;
-/// The largest request a tiny slot serves.
-pub(crate) const SLOT_MAX_REQUEST: usize = SLOT_CLASSES * GRANULE;
-/// Fresh blocks the central heap carves for a promotable class's refills before its slots
+/// Fresh blocks the core heap carves for a promotable class's refills before its slots
 /// open. git-log's trace never opens one (even at 8 KiB: its 717 blocks of 129 to 1016 B
 /// spread over 51 classes); the seed scripts' classes (about 900 blocks each) open within
 /// their first 120 blocks, and python3's, gcc's and cargo's busiest few open too.
@@ -144,7 +144,7 @@ static BASE_NEGATED: AtomicUsize = AtomicUsize::new(NO_BASE_NEGATED);
 static END: AtomicUsize = AtomicUsize::new(1);
 /// The promotable classes' areas whose slots serve their class (bit `a`: area `a`).
 static OPEN: AtomicU64 = AtomicU64::new(0);
-/// Bytes of fresh blocks the central heap has carved for each promotable class's refills (at
+/// Bytes of fresh blocks the core heap has carved for each promotable class's refills (at
 /// `area - SLOT_CLASSES`).
 static CARVED: [AtomicUsize; PROMOTABLE] = [const { AtomicUsize::new(0) }; PROMOTABLE];
 
@@ -184,10 +184,11 @@ pub(crate) fn is_open(area: usize) -> bool {
     OPEN.load(Ordering::Relaxed) & (1 << area) != 0
 }
 
-/// Counts `bytes` of fresh blocks carved by the central heap for the class of promotable
+/// Counts `bytes` of fresh blocks carved by the core heap for the class of promotable
 /// area `area`, and opens the area once they reach [`PROMOTE_AFTER_BYTES`]. Returns whether
-/// this call opened it. Called with the central lock held, so that whoever holds it sees the
-/// class open or closed throughout (see [`crate::tcache`]'s flush).
+/// this call opened it. Called with the calling thread's arena lock held, so that its
+/// arena sees the class open or closed throughout a flush (see [`crate::thread`]); another
+/// arena's batch of the class, left before, is given back by that arena's next slot refill.
 pub(crate) fn note_carved(area: usize, bytes: usize) -> bool {
     let before = CARVED[area - SLOT_CLASSES].fetch_add(bytes, Ordering::Relaxed);
     let opens = before < PROMOTE_AFTER_BYTES && before + bytes >= PROMOTE_AFTER_BYTES;

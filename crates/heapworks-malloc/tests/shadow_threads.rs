@@ -45,7 +45,7 @@ fn size(state: &mut u64) -> usize {
 /// Records a new block, asserting it overlaps no live one.
 fn record(block: Block) {
     assert!(
-        block.addr != 0 && block.addr % 16 == 0,
+        block.addr != 0 && block.addr.is_multiple_of(16),
         "bad block {:#x}",
         block.addr
     );
@@ -87,7 +87,7 @@ fn allocate(state: &mut u64) -> Block {
             1 => {
                 let mut p = std::ptr::null_mut();
                 assert_eq!(hw::posix_memalign(&mut p, 64, size), 0);
-                assert_eq!(p as usize % 64, 0);
+                assert!((p as usize).is_multiple_of(64));
                 p
             }
             _ => hw::malloc(size),

@@ -7,15 +7,15 @@
 //! region in place, and a request that does not fit starts a new one. Every block the heap
 //! hands out stays allocated in the heap's eyes while a thread cache holds it, so a cached
 //! block's header is always valid. Bytes newly committed are counted for the caller
-//! ([`Central::take_new_commits`]), who makes cached large mappings give as many back.
+//! ([`CoreHeap::take_new_commits`]), who makes cached large mappings give as many back.
 //!
-//! Thread caches hand blocks to each other through the central heap's transfer batches: a
-//! thread whose list of a class is full may leave half of it, still linked, as that class's
-//! batch, and a thread whose list is empty takes the batch whole instead of carving new blocks
-//! (a producer allocating what a consumer frees then moves a batch per lock, not a block).
-//! Invariants: a class has at most one batch, a null-terminated list of `count > 0` blocks of
-//! that class, allocated in the heap's eyes; the batches hold at most [`TRANSFER_MAX_BYTES`]
-//! in all.
+//! Blocks freed back to the arena wait in per-class transfer batches: a thread whose list of
+//! a class is full may leave half of it, still linked, as that class's batch, blocks other
+//! threads freed join it one by one when filed ([`CoreHeap::add_to_batch`]), and a thread
+//! whose list is empty takes from the batch instead of carving new blocks (O(1) for a batch
+//! that fits, no heap search). Invariants: a class has at most one batch, a null-terminated
+//! list of `count` blocks of that class (`count == 0` exactly when the list is empty),
+//! allocated in the heap's eyes; the batches hold at most [`TRANSFER_MAX_BYTES`] in all.
 //!
 //! Memory goes back lazily and bounded: after every [`TRIM_EVERY`] bytes freed into the heap,
 //! the whole pages inside the unused spans of free chunks of at least [`TRIM_MIN_SPAN`] are
@@ -38,7 +38,7 @@ use crate::stats::{add, bump, COUNTERS};
 const RESERVATION: usize = 1 << 30;
 /// The least committed at a time.
 const MIN_COMMIT: usize = 2 << 20;
-/// Bytes freed into the central heap between two trims.
+/// Bytes freed into the core heap between two trims.
 const TRIM_EVERY: usize = 64 << 20;
 /// Unused spans shorter than this stay resident: a few pages are not worth a syscall.
 const TRIM_MIN_SPAN: usize = 256 << 10;
@@ -70,7 +70,7 @@ impl Batch {
 }
 
 /// The heap, the reservation it grows into, and the transfer batches.
-pub(crate) struct Central {
+pub(crate) struct CoreHeap {
     /// The arena this heap belongs to (recorded in the address map for its reservations).
     arena: usize,
     /// Bytes committed since the caller last asked.
@@ -85,12 +85,12 @@ pub(crate) struct Central {
 
 // SAFETY: the reservation pointer names memory owned by the heap, which is `Send`; nothing is
 // tied to a thread.
-unsafe impl Send for Central {}
+unsafe impl Send for CoreHeap {}
 
-impl Central {
+impl CoreHeap {
     /// An empty heap of arena `arena`.
-    pub(crate) const fn new(arena: usize) -> Central {
-        Central {
+    pub(crate) const fn new(arena: usize) -> CoreHeap {
+        CoreHeap {
             arena,
             new_commits: 0,
             heap: Heap::new(),
@@ -184,7 +184,7 @@ impl Central {
     /// allows. Returns whether it did; if not, the list is still the caller's.
     ///
     /// # Safety
-    /// The list's blocks are live central-heap blocks of `class` that the caller gives up.
+    /// The list's blocks are live core-heap blocks of `class` that the caller gives up.
     pub(crate) unsafe fn offer_batch(
         &mut self,
         class: usize,
@@ -209,7 +209,7 @@ impl Central {
     /// allows. Returns whether it did; if not, the block is still the caller's.
     ///
     /// # Safety
-    /// `block` is a live central-heap block of `class` that the caller gives up.
+    /// `block` is a live core-heap block of `class` that the caller gives up.
     pub(crate) unsafe fn add_to_batch(
         &mut self,
         class: usize,
@@ -261,7 +261,7 @@ impl Central {
     /// Frees a block of this heap.
     ///
     /// # Safety
-    /// `block` is a live block of the central heap, not used after this call.
+    /// `block` is a live block of the core heap, not used after this call.
     #[inline]
     pub(crate) unsafe fn free(&mut self, block: NonNull<u8>) {
         // SAFETY: forwarded from the caller.
@@ -303,7 +303,7 @@ impl Central {
     /// Resizes a block in place to hold `new_size` bytes. Returns whether it could.
     ///
     /// # Safety
-    /// `block` is a live block of the central heap.
+    /// `block` is a live block of the core heap.
     pub(crate) unsafe fn resize_in_place(&mut self, block: NonNull<u8>, new_size: usize) -> bool {
         // SAFETY: `block` is live (the caller's promise), and its usable size is the layout the
         // core needs to copy and check; a shrink never moves, a grow is asked in place only.
@@ -321,7 +321,7 @@ impl Central {
 
     /// Commits (and if needed reserves) enough memory for `layout`. When the kernel refuses,
     /// the caller gives back the address space reserved but unused everywhere (see
-    /// [`crate::arena::make_room`]) and tries once more.
+    /// [`crate::thread::make_room`]) and tries once more.
     fn grow_for(&mut self, layout: Layout) -> Option<()> {
         let needed = layout
             .size()
@@ -414,7 +414,7 @@ impl Central {
         }
     }
 
-    /// Counts `bytes` newly committed, for the statistics and [`Central::take_new_commits`].
+    /// Counts `bytes` newly committed, for the statistics and [`CoreHeap::take_new_commits`].
     fn note_committed(&mut self, bytes: usize) {
         self.committed_total += bytes;
         self.new_commits += bytes;
@@ -422,13 +422,13 @@ impl Central {
     }
 }
 
-/// The usable size of a live central-heap block, read from its header without the lock.
+/// The usable size of a live core-heap block, read from its header without the lock.
 ///
 /// # Safety
-/// `block` is a live block of the central heap (allocated, possibly sitting in a thread cache).
+/// `block` is a live block of the core heap (allocated, possibly sitting in a thread cache).
 #[inline(always)]
 pub(crate) unsafe fn usable_size(block: NonNull<u8>) -> usize {
-    // SAFETY: `block` is a live block of the central heap; `Heap::usable_size` reads only its
+    // SAFETY: `block` is a live block of the core heap; `Heap::usable_size` reads only its
     // header.
     unsafe { Heap::usable_size(block) }
 }
