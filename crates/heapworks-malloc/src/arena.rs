@@ -133,12 +133,13 @@ pub(crate) fn lock(arena: usize) -> SpinGuard<'static, Backends> {
     let mut guard = ARENAS[arena].backends.lock();
     // SAFETY: the remote list's blocks are this arena's, allocated, given up by their
     // freeing threads; taking it made them ours alone.
-    unsafe { guard.file_all(take_remote(arena)) };
+    unsafe { guard.file_remote(take_remote(arena)) };
     guard
 }
 
-/// Takes `arena`'s whole remote list (null: empty): its blocks are the caller's to file or
-/// reuse (the owner collects them into its thread's lists, see [`crate::thread`]).
+/// Takes `arena`'s whole remote list (null: empty), a stack of batches (see [`read_batch`]):
+/// its blocks are the caller's to file or reuse (the owner collects them into its thread's
+/// lists, see [`crate::thread`]).
 pub(crate) fn take_remote(arena: usize) -> *mut u8 {
     let arena = &ARENAS[arena];
     if arena.remote.load(Ordering::Relaxed).is_null() {
@@ -158,20 +159,73 @@ pub(crate) fn of(block: NonNull<u8>) -> Option<usize> {
     }
 }
 
-/// Pushes the chain `first ..= last` of `count` blocks (linked through first words, `last`'s
-/// link about to be overwritten) onto `arena`'s remote list. When more than
-/// [`REMOTE_FILE_AFTER`] blocks wait there (an owner that does not allocate does not collect
-/// them), or the arena has no owner, and its lock is free, files them at once.
+/// A batch of a remote list: `count` blocks linked from `first` through their first words
+/// and null-terminated, all of one thread-cache list if `one_list`.
+pub(crate) struct RemoteBatch {
+    pub(crate) first: NonNull<u8>,
+    pub(crate) count: u32,
+    pub(crate) one_list: bool,
+}
+
+/// The most blocks one remote batch holds (its length fits the header's top 16 bits).
+pub(crate) const REMOTE_BATCH_MAX: u32 = u16::MAX as u32;
+/// A remote batch's header, in its first block's second word: the next batch's first block
+/// mangled with this block's address (see [`crate::link`]) below bit 47, which an address
+/// (below `2^47`) leaves free for the `one_list` flag, and the length from bit 48.
+const ONE_LIST: usize = 1 << 47;
+const COUNT_SHIFT: u32 = 48;
+
+/// Reads the header of the remote batch that starts at `first`: the batch, and the next
+/// batch's first block (null: none).
+///
+/// # Safety
+/// `first` starts a batch taken from a remote list ([`take_remote`]).
+pub(crate) unsafe fn read_batch(first: NonNull<u8>) -> (RemoteBatch, *mut u8) {
+    // SAFETY: every block has a second word; a batch's first keeps the header there.
+    let word = unsafe { first.cast::<usize>().add(1).read() };
+    let mangled = word & (ONE_LIST - 1);
+    // The next batch's address was exposed when the header was written.
+    let next = core::ptr::with_exposed_provenance_mut(mangled ^ first.as_ptr().addr());
+    let batch = RemoteBatch {
+        first,
+        count: (word >> COUNT_SHIFT) as u32,
+        one_list: word & ONE_LIST != 0,
+    };
+    (batch, next)
+}
+
+/// Pushes the chain `first ..= last` of `count` blocks (at most [`REMOTE_BATCH_MAX`], linked
+/// through first words, `last`'s link about to be overwritten), all of one thread-cache list
+/// if `one_list`, onto `arena`'s remote list as a batch: the owner that collects it reads
+/// one header, not every block, and takes a one-list batch whole as its empty list. When more
+/// than [`REMOTE_FILE_AFTER`] blocks wait there (an owner that does not allocate does not
+/// collect them), or the arena has no owner, and its lock is free, files them at once.
 ///
 /// # Safety
 /// Every block of the chain belongs to `arena`, is allocated in its backend's eyes, and is
 /// given up by the caller.
-pub(crate) unsafe fn push_remote(arena: usize, first: NonNull<u8>, last: NonNull<u8>, count: u32) {
+pub(crate) unsafe fn push_remote(
+    arena: usize,
+    first: NonNull<u8>,
+    last: NonNull<u8>,
+    count: u32,
+    one_list: bool,
+) {
+    debug_assert!(count <= REMOTE_BATCH_MAX);
     let remote = &ARENAS[arena].remote;
     let mut head = remote.load(Ordering::Relaxed);
+    // SAFETY: `last` is the caller's to link.
+    unsafe { link::set(last, core::ptr::null_mut()) };
+    let flag = if one_list { ONE_LIST } else { 0 };
     loop {
-        // SAFETY: `last` is the caller's to link.
-        unsafe { link::set(last, head) };
+        let mangled = head.expose_provenance() ^ first.as_ptr().addr();
+        // SAFETY: `first` is the caller's; its second word takes the header.
+        unsafe {
+            first
+                .cast::<usize>()
+                .add(1)
+                .write(mangled | flag | (count as usize) << COUNT_SHIFT)
+        };
         match remote.compare_exchange_weak(
             head,
             first.as_ptr(),
@@ -191,7 +245,7 @@ pub(crate) unsafe fn push_remote(arena: usize, first: NonNull<u8>, last: NonNull
     if abandoned || waiting + count as usize >= REMOTE_FILE_AFTER {
         if let Some(mut guard) = ARENAS[arena].backends.try_lock() {
             // SAFETY: as in `lock`.
-            unsafe { guard.file_all(take_remote(arena)) };
+            unsafe { guard.file_remote(take_remote(arena)) };
         }
     }
 }
@@ -253,6 +307,21 @@ impl Backends {
             filed += 1;
         }
         crate::stats::add(&COUNTERS.remote_filed, filed);
+    }
+
+    /// Files every batch of a remote list taken whole (see [`take_remote`]).
+    ///
+    /// # Safety
+    /// As for [`Backends::file_all`], for every batch's blocks.
+    pub(crate) unsafe fn file_remote(&mut self, mut batches: *mut u8) {
+        while let Some(first) = NonNull::new(batches) {
+            // SAFETY: forwarded from the caller.
+            unsafe {
+                let (batch, next) = read_batch(first);
+                batches = next;
+                self.file_all(batch.first.as_ptr());
+            }
+        }
     }
 
     /// Files one block of this arena (see [`Backends::file_all`]).

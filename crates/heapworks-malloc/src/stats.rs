@@ -65,6 +65,8 @@ pub(crate) struct Counters {
     pub(crate) remote_pushes: AtomicUsize,
     /// Blocks taken from remote lists and filed by their arena.
     pub(crate) remote_filed: AtomicUsize,
+    /// Remote batches an owner took whole as its empty list.
+    pub(crate) remote_batches_taken: AtomicUsize,
     /// Reallocations that moved the block.
     pub(crate) realloc_moved: AtomicUsize,
 }
@@ -98,6 +100,7 @@ pub(crate) static COUNTERS: Counters = Counters {
     arenas_adopted: AtomicUsize::new(0),
     remote_pushes: AtomicUsize::new(0),
     remote_filed: AtomicUsize::new(0),
+    remote_batches_taken: AtomicUsize::new(0),
     realloc_moved: AtomicUsize::new(0),
 };
 
@@ -242,10 +245,11 @@ fn write_report(out: &mut StackText, heaps: HeapTotals) -> fmt::Result {
     )?;
     writeln!(
         out,
-        "  arenas: {} claimed by starting threads, {} chains of remote frees pushed, {} blocks filed from them",
+        "  arenas: {} claimed by starting threads, {} chains of remote frees pushed, {} blocks filed from them, {} taken whole as a list",
         get(&c.arenas_adopted),
         get(&c.remote_pushes),
-        get(&c.remote_filed)
+        get(&c.remote_filed),
+        get(&c.remote_batches_taken)
     )?;
     writeln!(
         out,

@@ -295,16 +295,28 @@ unsafe fn collect_remote(cache: *mut ThreadCache) -> bool {
         if !(*cache).owns_arena {
             return false;
         }
-        let mut head = arena::take_remote((*cache).arena);
-        if head.is_null() {
+        let mut batches = arena::take_remote((*cache).arena);
+        if batches.is_null() {
             return false;
         }
         let mut rest = core::ptr::null_mut();
-        while let Some(block) = NonNull::new(head) {
-            head = link::next(block);
-            if config::secure() || !keep_collected(cache, block) {
-                link::set(block, rest);
-                rest = block.as_ptr();
+        while let Some(first) = NonNull::new(batches) {
+            let (batch, next) = arena::read_batch(first);
+            batches = next;
+            if config::secure() {
+                rest = append(batch.first.as_ptr(), rest);
+                continue;
+            }
+            if batch.one_list && take_whole(cache, &batch) {
+                continue;
+            }
+            let mut head = batch.first.as_ptr();
+            while let Some(block) = NonNull::new(head) {
+                head = link::next(block);
+                if !keep_collected(cache, block) {
+                    link::set(block, rest);
+                    rest = block.as_ptr();
+                }
             }
         }
         if let Some(rest) = NonNull::new(rest) {
@@ -312,6 +324,71 @@ unsafe fn collect_remote(cache: *mut ThreadCache) -> bool {
         }
         true
     }
+}
+
+/// The null-terminated list at `head` followed by the one at `rest`.
+///
+/// # Safety
+/// Both lists are the caller's, linked through their blocks' first words.
+unsafe fn append(head: *mut u8, rest: *mut u8) -> *mut u8 {
+    let Some(mut last) = NonNull::new(head) else {
+        return rest;
+    };
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        while let Some(next) = NonNull::new(link::next(last)) {
+            last = next;
+        }
+        link::set(last, rest);
+    }
+    head
+}
+
+/// Takes a remote batch of one list whole onto that list of the calling thread if the list
+/// can hold it (growing its limit within the budget): no block of the batch is read but the
+/// first (the thread's own list, in its cache, is walked to its end instead). Returns whether
+/// it did.
+///
+/// # Safety
+/// `cache` is the calling thread's live cache; the batch's blocks are its arena's, of one
+/// list, given up.
+unsafe fn take_whole(cache: *mut ThreadCache, batch: &arena::RemoteBatch) -> bool {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let Some(list) = list_of_block(batch.first) else {
+            return false;
+        };
+        let bin = bin(list);
+        while (*bin).room < batch.count && grow_limit(cache, list) {}
+        if (*bin).room < batch.count {
+            return false;
+        }
+        match NonNull::new((*bin).head) {
+            None => (*bin).head = batch.first.as_ptr(),
+            Some(mut last) => {
+                while let Some(next) = NonNull::new(link::next(last)) {
+                    last = next;
+                }
+                link::set(last, batch.first.as_ptr());
+            }
+        }
+        (*bin).room -= batch.count;
+        bump(&COUNTERS.remote_batches_taken);
+        true
+    }
+}
+
+/// The thread-cache list a live slot or core block joins (`None`: a medium block).
+///
+/// # Safety
+/// `block` is a live block of this allocator, not a large one.
+unsafe fn list_of_block(block: NonNull<u8>) -> Option<usize> {
+    if tiny::is_slot(block.as_ptr()) {
+        return Some(list_of_area(tiny::area_of(block.as_ptr())));
+    }
+    // SAFETY: forwarded from the caller: a core block's header is readable.
+    let class = class_of_usable(unsafe { core_heap::usable_size(block) });
+    (class <= MAX_CLASS).then_some(class)
 }
 
 /// Puts a collected block on the list of the calling thread that holds its kind if it has
@@ -323,16 +400,10 @@ unsafe fn collect_remote(cache: *mut ThreadCache) -> bool {
 unsafe fn keep_collected(cache: *mut ThreadCache, block: NonNull<u8>) -> bool {
     // SAFETY: forwarded from the caller.
     unsafe {
-        let list = if tiny::is_slot(block.as_ptr()) {
-            list_of_area(tiny::area_of(block.as_ptr()))
-        } else {
+        let Some(list) = list_of_block(block) else {
             let usable = core_heap::usable_size(block);
-            let class = class_of_usable(usable);
-            if class > MAX_CLASS {
-                return medium_cache(cache)
-                    .is_some_and(|mut medium| medium.as_mut().push(block, usable));
-            }
-            class
+            return medium_cache(cache)
+                .is_some_and(|mut medium| medium.as_mut().push(block, usable));
         };
         push_or_restore(block, list) || (grow_limit(cache, list) && push_or_restore(block, list))
     }
@@ -608,7 +679,7 @@ unsafe fn push_slot_slow(slot: NonNull<u8>) {
 /// # Safety
 /// As for [`push`].
 unsafe fn release_one(block: NonNull<u8>) {
-    let mut router = Router::new(thread_arena());
+    let mut router = Router::new(thread_arena(), false);
     // SAFETY: forwarded from the caller.
     unsafe {
         router.add(block);
@@ -672,7 +743,7 @@ pub(crate) unsafe fn push_medium(block: NonNull<u8>, usable: usize) {
 #[cold]
 unsafe fn push_medium_slow(block: NonNull<u8>, usable: usize) {
     let cache = live_cache();
-    let mut router = Router::new(thread_arena());
+    let mut router = Router::new(thread_arena(), false);
     // SAFETY: the cache is this thread's and live; the block is the caller's to give up, and
     // every block the cache releases goes to its arena.
     unsafe {
@@ -800,6 +871,9 @@ impl<T> Outcome for (T, u32) {
 /// pushed onto its remote list (a chain at a time, no lock).
 struct Router {
     own: usize,
+    /// Whether every block added comes from one thread-cache list (see
+    /// [`arena::push_remote`]).
+    one_list: bool,
     head: *mut u8,
     count: u32,
     chains: [Chain; ROUTER_CHAINS],
@@ -819,9 +893,10 @@ struct Chain {
 const ROUTER_CHAINS: usize = 4;
 
 impl Router {
-    fn new(own: usize) -> Router {
+    fn new(own: usize, one_list: bool) -> Router {
         Router {
             own,
+            one_list,
             head: core::ptr::null_mut(),
             count: 0,
             chains: [Chain {
@@ -852,7 +927,7 @@ impl Router {
             }
             if let Some(chain) = self.chains[..self.open]
                 .iter_mut()
-                .find(|chain| chain.arena == arena)
+                .find(|chain| chain.arena == arena && chain.count < arena::REMOTE_BATCH_MAX)
             {
                 link::set(block, chain.first);
                 chain.first = block.as_ptr();
@@ -867,6 +942,7 @@ impl Router {
                     NonNull::new_unchecked(full.first),
                     NonNull::new_unchecked(full.last),
                     full.count,
+                    self.one_list,
                 );
             }
         }
@@ -908,6 +984,7 @@ impl Router {
                     NonNull::new_unchecked(chain.first),
                     NonNull::new_unchecked(chain.last),
                     chain.count,
+                    self.one_list,
                 )
             };
         }
@@ -1238,7 +1315,8 @@ unsafe fn release_cut(class: usize, cut: Cut) {
 /// # Safety
 /// The list's blocks are live blocks of this allocator that nobody else uses.
 unsafe fn route_foreign(own: usize, mut head: *mut u8) -> (*mut u8, u32) {
-    let mut router = Router::new(own);
+    // A cut is of one list: its slots and its core blocks are routed apart.
+    let mut router = Router::new(own, true);
     // SAFETY: forwarded from the caller; a listed block's first word is the link.
     unsafe {
         while let Some(block) = NonNull::new(head) {
@@ -1284,7 +1362,7 @@ fn retire() {
             (*bin).room = 0;
             (*bin).limit = 0;
         }
-        let mut router = Router::new((*cache).arena);
+        let mut router = Router::new((*cache).arena, false);
         if let Some(medium) = medium_cache(cache) {
             (*cache).medium = core::ptr::null_mut();
             MediumCache::destroy(medium, &mut |block| router.add(block));

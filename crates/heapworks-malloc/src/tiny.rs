@@ -101,8 +101,7 @@ use crate::stats::{bump, COUNTERS};
 pub(crate) const PROMOTE_AFTER_BYTES: usize = 16 << 10;
 const SLAB_SHIFT: u32 = 14;
 /// A slab's bytes (16 KiB): what is emptied and given back at a time, and what every arena
-/// starts per slot size it uses (64 KiB put larson-like 8-thread peak RSS at 34 MiB, 16 KiB at
-/// 22 MiB: see TUNING.md).
+/// starts per slot size it uses, so small: a thread's least cost per class (TUNING.md).
 const SLAB_BYTES: usize = 1 << SLAB_SHIFT;
 const STRIDE_SHIFT: u32 = 31;
 /// The bytes of each area (2 GiB: 131072 slabs, 128 Mi slots of 16 B; beyond, the core serves
