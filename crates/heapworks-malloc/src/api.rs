@@ -43,7 +43,7 @@ const SHRINK_SLACK: usize = 256;
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
     if size <= SMALL_MAX_REQUEST {
         // SAFETY: the list of a small request is a valid list.
@@ -91,7 +91,7 @@ fn allocate_in_core(size: usize, align: usize) -> Option<NonNull<u8>> {
 ///
 /// # Safety
 /// `ptr` is NULL or a live block of this allocator, not used after this call.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
     if ptr.addr() < tiny::end() {
         // SAFETY: forwarded from the caller.
@@ -206,7 +206,7 @@ unsafe extern "C" fn free_large(block: NonNull<u8>) {
 ///
 /// # Safety
 /// As for [`free`].
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn free_sized(ptr: *mut c_void, _size: usize) {
     // SAFETY: forwarded from the caller.
     unsafe { free(ptr) }
@@ -216,7 +216,7 @@ pub unsafe extern "C" fn free_sized(ptr: *mut c_void, _size: usize) {
 ///
 /// # Safety
 /// As for [`free`].
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn free_aligned_sized(ptr: *mut c_void, _alignment: usize, _size: usize) {
     // SAFETY: forwarded from the caller.
     unsafe { free(ptr) }
@@ -226,7 +226,7 @@ pub unsafe extern "C" fn free_aligned_sized(ptr: *mut c_void, _alignment: usize,
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
     let Some(total) = count
         .checked_mul(size)
@@ -282,7 +282,7 @@ fn calloc_slot(slot_class: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `ptr` is NULL or a live block of this allocator; on success it is not used again.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         // SAFETY: plain allocation.
@@ -417,7 +417,7 @@ unsafe fn move_block(block: NonNull<u8>, usable: usize, size: usize) -> *mut c_v
 ///
 /// # Safety
 /// As for [`realloc`].
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn reallocarray(ptr: *mut c_void, count: usize, size: usize) -> *mut c_void {
     match count.checked_mul(size) {
         // SAFETY: forwarded from the caller.
@@ -452,7 +452,7 @@ fn allocate_aligned(align: usize, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `memptr` is valid for a pointer write.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn posix_memalign(
     memptr: *mut *mut c_void,
     align: usize,
@@ -477,7 +477,7 @@ pub unsafe extern "C" fn posix_memalign(
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
     if !align.is_power_of_two() {
         os::set_errno(libc::EINVAL);
@@ -491,7 +491,7 @@ pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
     match align.checked_next_power_of_two() {
         Some(align) => allocate_aligned(align, size),
@@ -506,7 +506,7 @@ pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
     allocate_aligned(PAGE, size)
 }
@@ -515,7 +515,7 @@ pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
     match os::round_to_pages(size) {
         Some(rounded) => allocate_aligned(PAGE, rounded),
@@ -530,7 +530,7 @@ pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `ptr` is NULL or a live block of this allocator.
-#[cfg_attr(not(feature = "unexported"), no_mangle)]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         return 0;

@@ -2,8 +2,10 @@
 //! set of slabs (see [`crate::tiny`]) behind a lock of its own, plus a lock-free list of
 //! blocks that threads other than its owner freed.
 //!
-//! A thread claims a free arena when its cache starts and gives it up (abandons it, with every
-//! block still in use in it) when it exits; the next thread to start adopts it, memory and
+//! A process's first thread claims a free arena when its cache starts; any later thread starts
+//! on the [`STARTER`] arena, which nobody owns, and claims a free one once it has taken
+//! [`OWN_AFTER_BYTES`] from it. A thread gives its arena up (abandons it, with every block
+//! still in use in it) when it exits; the next thread to claim one adopts it, memory and
 //! pending frees included, so a program that starts and ends threads reuses the same memory
 //! rather than leaking it. Up to [`MAX_ARENAS`] threads own an arena each; threads beyond
 //! share one, picked by their thread pointer (correct either way: every use of an arena takes
@@ -86,8 +88,16 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     arenas
 };
 
-/// Bit `a`: arena `a` is owned by a live thread.
-static CLAIMED: AtomicU64 = AtomicU64::new(0);
+/// The arena every thread starts on, owned by none (its bit is always set): a thread claims
+/// one of its own once it has taken [`OWN_AFTER_BYTES`] from it (see [`crate::thread`]), so
+/// threads that allocate little (a short-lived worker, a thread that only waits) share one
+/// arena's memory instead of each leaving an arena's worth behind.
+pub(crate) const STARTER: usize = MAX_ARENAS - 1;
+/// What a thread takes from the starter arena before it claims one of its own.
+pub(crate) const OWN_AFTER_BYTES: usize = 1 << 20;
+
+/// Bit `a`: arena `a` is owned by a live thread (or is the starter arena).
+static CLAIMED: AtomicU64 = AtomicU64::new(1 << STARTER);
 
 /// An arena for a starting thread: a free one claimed for its own (`owned`), else a shared
 /// one picked by `hint` (its thread pointer).
@@ -125,7 +135,10 @@ pub(crate) fn abandon(arena: usize) {
 /// After `fork`, in the child: only the forking thread's arena is owned (the other threads
 /// are gone, and their arenas are free to adopt).
 pub(crate) fn keep_only(arena: Option<usize>) {
-    CLAIMED.store(arena.map_or(0, |arena| 1 << arena), Ordering::Relaxed);
+    CLAIMED.store(
+        arena.map_or(0, |arena| 1 << arena) | 1 << STARTER,
+        Ordering::Relaxed,
+    );
 }
 
 /// Locks `arena` and files the blocks other threads freed into it meanwhile.
@@ -240,8 +253,9 @@ pub(crate) unsafe fn push_remote(
     let waiting = ARENAS[arena]
         .remote_count
         .fetch_add(count as usize, Ordering::Relaxed);
-    // An abandoned arena has nobody to collect: its memory serves again only once filed.
-    let abandoned = CLAIMED.load(Ordering::Relaxed) & 1 << arena == 0;
+    // An abandoned arena, or the starter one, has nobody to collect: its memory serves again
+    // only once filed.
+    let abandoned = arena == STARTER || CLAIMED.load(Ordering::Relaxed) & 1 << arena == 0;
     if abandoned || waiting + count as usize >= REMOTE_FILE_AFTER {
         if let Some(mut guard) = ARENAS[arena].backends.try_lock() {
             // SAFETY: as in `lock`.

@@ -39,8 +39,6 @@ extern "C" {
     /// glibc's lock of its list of streams (recursive; exported since GLIBC_2.2.5).
     fn _IO_list_lock();
     fn _IO_list_unlock();
-    /// glibc's flag, true while the process has never had a second thread (GLIBC_2.32).
-    static __libc_single_threaded: core::ffi::c_char;
 }
 
 /// The thread pointer of the thread holding every lock for a fork; 0 when none does.
@@ -76,20 +74,13 @@ fn thread_pointer() -> usize {
     pointer
 }
 
-/// Whether the process has only ever had one thread.
-fn single_threaded() -> bool {
-    // SAFETY: glibc's flag is a plain byte it writes only while the process is single-threaded
-    // (or in a new child); reading it is what `<sys/single_threaded.h>` tells programs to do.
-    unsafe { core::ptr::read_volatile(&raw const __libc_single_threaded) != 0 }
-}
-
 extern "C" fn prepare() {
     let me = thread_pointer();
     if OWNER.load(Ordering::Relaxed) == me {
         NESTED.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    if single_threaded() {
+    if crate::os::single_threaded() {
         return;
     }
     // SAFETY: glibc's recursive stream-list lock, released by `release_in_parent` (and reset by

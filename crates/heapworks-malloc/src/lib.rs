@@ -27,7 +27,7 @@
 //! | backend | [`core_heap`] | one arena's `heapworks::Heap`, grown by committing `mmap` reservations (never `brk`; as large as the address-space limit allows); per-class transfer batches |
 //! | backend | [`tiny`] | headerless slots in 16 KiB slabs of a reservation of their own (every request up to 128 B; a class up to 384 B once it has carved 16 KiB of core blocks); a slot's address names its class and its slab's arena |
 //! | backend | [`large`] | blocks over 256 KiB: whole-page mappings, size in a tagged header word, `mremap` realloc, a per-thread slot (passed in) and a bounded shared reuse cache |
-//! | backend | [`arena`] | the memory a thread owns: a core heap and a set of slabs behind one lock, and a lock-free list of the blocks other threads freed into it; claimed at thread start, abandoned at exit, adopted by the next thread |
+//! | backend | [`arena`] | the memory a thread owns: a core heap and a set of slabs behind one lock, and a lock-free list of the blocks other threads freed into it; claimed by a thread (after its first MiB, which a starter arena serves), abandoned at exit, adopted by the next thread |
 //! | policy | [`medium`] | per-thread bins of free medium blocks (1 KiB to 256 KiB), exact sizes, bounded bytes |
 //! | policy | [`secure`] | `HEAPWORKS_SECURE=1`: every free validated, zeroed and quarantined; random slot order; guard pages after large blocks |
 //! | owner | [`thread`] | the per-thread cache in initial-exec TLS: lists with no lock and no atomic on the fast paths, its arena, its start and exit, where each block that leaves it goes |

@@ -14,6 +14,18 @@ use core::ptr::NonNull;
 /// The page size on x86-64 Linux (the only target this crate's TLS and mappings support).
 pub(crate) const PAGE: usize = 4096;
 
+extern "C" {
+    /// glibc's flag, true while the process has never had a second thread (GLIBC_2.32).
+    static __libc_single_threaded: core::ffi::c_char;
+}
+
+/// Whether the process has only ever had one thread.
+pub(crate) fn single_threaded() -> bool {
+    // SAFETY: glibc's flag is a plain byte it writes only while the process is single-threaded
+    // (or in a new child); reading it is what `<sys/single_threaded.h>` tells programs to do.
+    unsafe { core::ptr::read_volatile(&raw const __libc_single_threaded) != 0 }
+}
+
 /// Rounds `bytes` up to whole pages, or `None` on overflow.
 pub(crate) const fn round_to_pages(bytes: usize) -> Option<usize> {
     match bytes.checked_add(PAGE - 1) {

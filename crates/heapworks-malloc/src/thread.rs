@@ -118,6 +118,8 @@ pub(crate) struct ThreadCache {
     arena: usize,
     /// Whether the thread owns its arena (else it shares it, and never gives it up).
     owns_arena: bool,
+    /// Bytes the thread has taken from the starter arena (see [`arena::STARTER`]).
+    starter_bytes: usize,
     /// The thread's medium cache (null: none).
     medium: *mut MediumCache,
     large: LargeSlot,
@@ -492,6 +494,7 @@ unsafe fn refill_from_slabs(cache: *mut ThreadCache, list: usize, area: usize) -
         });
         (*bin).head = head;
         (*bin).room -= taken;
+        note_taken(cache, list_bytes(list, taken));
         taken > 0
     }
 }
@@ -700,10 +703,13 @@ pub(crate) fn pop_medium(size: usize) -> Option<NonNull<u8>> {
 pub(crate) fn allocate_medium(size: usize) -> Option<NonNull<u8>> {
     if let Some(cache) = live_cache() {
         // SAFETY: the cache is this thread's and live.
-        if unsafe { collect_remote(cache) } {
-            if let Some(block) = pop_medium(size) {
-                return Some(block);
+        unsafe {
+            if collect_remote(cache) {
+                if let Some(block) = pop_medium(size) {
+                    return Some(block);
+                }
             }
+            note_taken(cache, size);
         }
     }
     bump(&COUNTERS.medium_from_core);
@@ -992,6 +998,27 @@ impl Router {
     }
 }
 
+/// Counts `bytes` taken from the calling thread's arena; a thread on the starter arena claims
+/// one of its own once it has taken [`arena::OWN_AFTER_BYTES`] (or, when every arena is
+/// owned, a shared one).
+///
+/// # Safety
+/// `cache` is the calling thread's live cache, and no arena lock is held.
+unsafe fn note_taken(cache: *mut ThreadCache, bytes: usize) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if (*cache).arena != arena::STARTER {
+            return;
+        }
+        (*cache).starter_bytes += bytes;
+        if (*cache).starter_bytes >= arena::OWN_AFTER_BYTES {
+            let (arena, owns) = arena::claim(cache.addr());
+            (*cache).arena = arena;
+            (*cache).owns_arena = owns;
+        }
+    }
+}
+
 /// Allocates a core-heap block for `layout` from the calling thread's arena (medium requests
 /// its medium cache could not serve, aligned ones).
 pub(crate) fn allocate_core(layout: Layout) -> Option<NonNull<u8>> {
@@ -1041,7 +1068,13 @@ fn layout_of_class(class: usize) -> Layout {
 unsafe fn start(cache: *mut ThreadCache) {
     // SAFETY: the cache is this thread's.
     unsafe {
-        let (arena, owns) = arena::claim(cache.addr());
+        // A process's first thread claims its arena at once: a single-threaded program keeps
+        // all its memory in one arena. Threads started later begin on the starter arena.
+        let (arena, owns) = if crate::os::single_threaded() {
+            arena::claim(cache.addr())
+        } else {
+            (arena::STARTER, false)
+        };
         (*cache).arena = arena;
         (*cache).owns_arena = owns;
         let medium_budget = config::thread_cache_bytes() / MEDIUM_BUDGET_DIVISOR;
@@ -1132,6 +1165,7 @@ unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
         });
         (*bin).head = head;
         (*bin).room -= fetched;
+        note_taken(cache, list_bytes(class, fetched));
         (fetched > 0).then_some(())
     }
 }

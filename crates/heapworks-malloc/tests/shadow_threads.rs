@@ -2,8 +2,18 @@
 //! rlib linked in): every live block of every thread is in one shadow map of address ranges,
 //! checked for overlap when it is made and for its contents before it is freed or resized;
 //! blocks are handed between threads, which come and go (each lane a succession of short-lived
-//! threads), so most frees are remote and many owners have exited. Under ThreadSanitizer
-//! (nightly `-Zsanitizer=thread`) it is also a data-race check of the remote lists and arenas.
+//! threads), so most frees are remote and many owners have exited. Under ThreadSanitizer it is
+//! also a data-race check of the remote lists and arenas:
+//!
+//! ```sh
+//! RUSTFLAGS="-Zsanitizer=thread --cfg heapworks_unexported" \
+//! TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/crates/heapworks-malloc/tests/tsan.supp" \
+//! cargo +nightly test -Zbuild-std --target x86_64-unknown-linux-gnu -p heapworks-malloc \
+//!     --test shadow_threads
+//! ```
+//!
+//! (the cfg keeps the library's functions off the `malloc` symbols, which the sanitizer's
+//! runtime owns; the suppressions name the one known, benign race).
 
 use heapworks_malloc as hw;
 use std::collections::BTreeMap;
