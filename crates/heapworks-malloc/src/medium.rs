@@ -245,7 +245,7 @@ impl MediumCache {
         if bin >= BINS {
             return false;
         }
-        // SAFETY: the block is ours to mark through its second word (see `tcache::push_at`:
+        // SAFETY: the block is ours to mark through its second word (see `thread::push_at`:
         // the cache's address marks a cached block). The mark is checked before anything can
         // refuse the block: a refusal may give the cached twin back to the heap first.
         let mark = unsafe { block.cast::<usize>().add(1) };

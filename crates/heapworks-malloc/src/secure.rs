@@ -4,7 +4,7 @@
 //! What it does, beyond the default build's checks:
 //! - **Every free takes the slow path**: the thread caches' lists become stashes of blocks to
 //!   hand out, whose room is biased so that `free`'s fast path always refuses (see
-//!   `tcache::SECURE_EMPTY`); `malloc`'s fast path pops from them as usual. The fast paths'
+//!   `thread::SECURE_EMPTY`); `malloc`'s fast path pops from them as usual. The fast paths'
 //!   code is unchanged, so the default build pays nothing for this mode.
 //! - **Validation before anything is written**: a slot must start a slot of its slab; a heap
 //!   block must pass the core's `Heap::validate` (in one of the heap's regions, on a payload
