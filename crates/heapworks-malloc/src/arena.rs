@@ -172,10 +172,11 @@ pub(crate) fn of(block: NonNull<u8>) -> Option<usize> {
     }
 }
 
-/// A batch of a remote list: `count` blocks linked from `first` through their first words
-/// and null-terminated, all of one thread-cache list if `one_list`.
+/// A batch of a remote list: `count` blocks linked from `first` to `last` through their
+/// first words and null-terminated, all of one thread-cache list if `one_list`.
 pub(crate) struct RemoteBatch {
     pub(crate) first: NonNull<u8>,
+    pub(crate) last: NonNull<u8>,
     pub(crate) count: u32,
     pub(crate) one_list: bool,
 }
@@ -184,7 +185,9 @@ pub(crate) struct RemoteBatch {
 pub(crate) const REMOTE_BATCH_MAX: u32 = u16::MAX as u32;
 /// A remote batch's header, in its first block's second word: the next batch's first block
 /// mangled with this block's address (see [`crate::link`]) below bit 47, which an address
-/// (below `2^47`) leaves free for the `one_list` flag, and the length from bit 48.
+/// (below `2^47`) leaves free for the `one_list` flag, and the length from bit 48. A batch
+/// of two blocks or more keeps its last block's address, mangled with the second block's, in
+/// the second block's second word: the owner splices the batch onto a list in O(1).
 const ONE_LIST: usize = 1 << 47;
 const COUNT_SHIFT: u32 = 48;
 
@@ -199,9 +202,21 @@ pub(crate) unsafe fn read_batch(first: NonNull<u8>) -> (RemoteBatch, *mut u8) {
     let mangled = word & (ONE_LIST - 1);
     // The next batch's address was exposed when the header was written.
     let next = core::ptr::with_exposed_provenance_mut(mangled ^ first.as_ptr().addr());
+    let count = (word >> COUNT_SHIFT) as u32;
+    let last = if count < 2 {
+        first
+    } else {
+        // SAFETY: a batch of two or more blocks: the second keeps the last's address.
+        unsafe {
+            let second = NonNull::new_unchecked(link::next(first));
+            let mangled = second.cast::<usize>().add(1).read() ^ second.as_ptr().addr();
+            NonNull::new(core::ptr::with_exposed_provenance_mut(mangled)).unwrap_or(first)
+        }
+    };
     let batch = RemoteBatch {
         first,
-        count: (word >> COUNT_SHIFT) as u32,
+        last,
+        count,
         one_list: word & ONE_LIST != 0,
     };
     (batch, next)
@@ -227,8 +242,15 @@ pub(crate) unsafe fn push_remote(
     debug_assert!(count <= REMOTE_BATCH_MAX);
     let remote = &ARENAS[arena].remote;
     let mut head = remote.load(Ordering::Relaxed);
-    // SAFETY: `last` is the caller's to link.
-    unsafe { link::set(last, core::ptr::null_mut()) };
+    // SAFETY: the chain's blocks are the caller's to link and write.
+    unsafe {
+        link::set(last, core::ptr::null_mut());
+        if count >= 2 {
+            let second = NonNull::new_unchecked(link::next(first));
+            let mangled = last.as_ptr().expose_provenance() ^ second.as_ptr().addr();
+            second.cast::<usize>().add(1).write(mangled);
+        }
+    }
     let flag = if one_list { ONE_LIST } else { 0 };
     loop {
         let mangled = head.expose_provenance() ^ first.as_ptr().addr();

@@ -347,9 +347,8 @@ unsafe fn append(head: *mut u8, rest: *mut u8) -> *mut u8 {
 }
 
 /// Takes a remote batch of one list whole onto that list of the calling thread if the list
-/// can hold it (growing its limit within the budget): no block of the batch is read but the
-/// first (the thread's own list, in its cache, is walked to its end instead). Returns whether
-/// it did.
+/// can hold it (growing its limit within the budget): in O(1), reading and writing only the
+/// batch's first, second and last blocks. Returns whether it did.
 ///
 /// # Safety
 /// `cache` is the calling thread's live cache; the batch's blocks are its arena's, of one
@@ -365,15 +364,8 @@ unsafe fn take_whole(cache: *mut ThreadCache, batch: &arena::RemoteBatch) -> boo
         if (*bin).room < batch.count {
             return false;
         }
-        match NonNull::new((*bin).head) {
-            None => (*bin).head = batch.first.as_ptr(),
-            Some(mut last) => {
-                while let Some(next) = NonNull::new(link::next(last)) {
-                    last = next;
-                }
-                link::set(last, batch.first.as_ptr());
-            }
-        }
+        link::set(batch.last, (*bin).head);
+        (*bin).head = batch.first.as_ptr();
         (*bin).room -= batch.count;
         bump(&COUNTERS.remote_batches_taken);
         true
