@@ -55,7 +55,7 @@
 //!
 //! Invariants, for each area (the region's parts under its lock, an arena's lists under the
 //! arena's):
-//! - Every started slab's `arena` names the arena that started it, set before any of its
+//! - Every started slab's entry in `SLAB_ARENAS` names the arena that started it, set before any of its
 //!   slots is handed out and never changed; only that arena's lists hold it.
 //! - The table's first `table_rows` rows (a row holds slab `i`'s metadata of every area) are
 //!   committed, and so are the area's first `committed <= table_rows` slabs; `started <=
@@ -85,7 +85,7 @@
 //!   its class's refills take its slots (the tiny areas' refills always do).
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use crate::config;
 use crate::link;
@@ -247,8 +247,6 @@ struct SlabMeta {
     next: u32,
     /// The previous slab in the partial list (index plus one; 0: none).
     prev: u32,
-    /// The arena that started the slab, whose lists hold it for good (see [`crate::arena`]).
-    arena: AtomicU32,
     /// Secure mode: the slab's odd slots are red zones (see [`Slabs::shuffle_fresh`]); set
     /// once, under the lock, and read without it by [`check_red_zones`].
     red_zones: AtomicU32,
@@ -471,9 +469,17 @@ pub(crate) fn arena_of_slot(slot: NonNull<u8>) -> usize {
         offset >> STRIDE_SHIFT,
         (offset & (STRIDE - 1)) >> SLAB_SHIFT,
     );
-    // SAFETY: a slot out of its slab lies in a started slab, whose metadata is committed.
-    unsafe { (*meta_of(area, index)).arena.load(Ordering::Relaxed) as usize }
+    SLAB_ARENAS[index * SLOT_AREAS + area].load(Ordering::Relaxed) as usize
 }
+
+/// The arena that started each slab, whose lists hold it for good (see [`crate::arena`]),
+/// indexed as the table is: written once when the slab starts, then only read, by every
+/// thread that frees one of its slots. Apart from the table, whose lines the owners write at
+/// every refill: a thread routing another arena's slots would otherwise miss on each. In the
+/// library's zeroed data: a page of it is resident only once a slab it names has started.
+static SLAB_ARENAS: [AtomicU8; MAX_SLABS * SLOT_AREAS] =
+    [const { AtomicU8::new(0) }; MAX_SLABS * SLOT_AREAS];
+const _: () = assert!(crate::arena::MAX_ARENAS <= u8::MAX as usize + 1);
 
 /// The first slot of slab `index` of `area` (meaningful once the region is reserved).
 fn slab(area: usize, index: usize) -> NonNull<u8> {
@@ -878,12 +884,7 @@ impl Region {
         }
         bump(&COUNTERS.tiny_slabs);
         self.started[area] += 1;
-        // SAFETY: the slab's metadata row is committed; nothing else knows the slab yet.
-        unsafe {
-            (*meta_of(area, started))
-                .arena
-                .store(arena, Ordering::Relaxed)
-        };
+        SLAB_ARENAS[started * SLOT_AREAS + area].store(arena as u8, Ordering::Relaxed);
         Some(started)
     }
 
