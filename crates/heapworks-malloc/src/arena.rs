@@ -35,7 +35,9 @@ use crate::address_map;
 use crate::core_heap::CoreHeap;
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
-use crate::size_class::{area_of_list, class_of_usable, list_block_bytes, MAX_CLASS, MIN_CLASS};
+use crate::size_class::{
+    area_of_list, class_of_usable, list_block_bytes, LISTS, MAX_CLASS, MIN_CLASS,
+};
 use crate::stats::{bump, COUNTERS};
 use crate::tiny::{self, Slabs};
 
@@ -50,16 +52,23 @@ pub(crate) struct Backends {
     pub(crate) slabs: Slabs,
 }
 
+/// The remote stacks of an arena: one per thread-cache list (indexed by list; those below
+/// `MIN_CLASS` unused), then [`REMOTE_MEDIUM`]'s.
+const REMOTE_STACKS: usize = LISTS + 1;
+/// The remote stack of medium blocks (those no thread-cache list holds).
+pub(crate) const REMOTE_MEDIUM: usize = LISTS;
+
 /// One arena.
 pub(crate) struct Arena {
     backends: SpinLock<Backends>,
-    /// Blocks of this arena freed by threads that do not own it.
-    remote: AtomicPtr<u8>,
-    /// About how many blocks wait on `remote` (reset when it is taken).
-    remote_count: AtomicUsize,
+    /// Blocks of this arena freed by threads that do not own it, by the thread-cache list
+    /// they join (medium blocks last): the owner takes a list's stack when that list is empty.
+    remote: [AtomicPtr<u8>; REMOTE_STACKS],
+    /// About how many bytes wait on the remote stacks (counted before a push, so never less).
+    remote_bytes: AtomicUsize,
 }
 
-// SAFETY: the backends are reached only under the lock, the remote list by atomics.
+// SAFETY: the backends are reached only under the lock, the remote stacks by atomics.
 unsafe impl Sync for Arena {}
 
 static ARENAS: [Arena; MAX_ARENAS] = {
@@ -69,8 +78,8 @@ static ARENAS: [Arena; MAX_ARENAS] = {
                 core: CoreHeap::new(0),
                 slabs: Slabs::new(0),
             }),
-            remote: AtomicPtr::new(core::ptr::null_mut()),
-            remote_count: AtomicUsize::new(0),
+            remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
+            remote_bytes: AtomicUsize::new(0),
         }
     }; MAX_ARENAS];
     let mut at = 0;
@@ -80,8 +89,8 @@ static ARENAS: [Arena; MAX_ARENAS] = {
                 core: CoreHeap::new(at),
                 slabs: Slabs::new(at),
             }),
-            remote: AtomicPtr::new(core::ptr::null_mut()),
-            remote_count: AtomicUsize::new(0),
+            remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
+            remote_bytes: AtomicUsize::new(0),
         };
         at += 1;
     }
@@ -141,25 +150,63 @@ pub(crate) fn keep_only(arena: Option<usize>) {
     );
 }
 
-/// Locks `arena` and files the blocks other threads freed into it meanwhile.
+/// Locks `arena`; one that nobody owns (the starter arena, an abandoned one) first files the
+/// blocks other threads freed into it meanwhile, since no owner will collect them.
 pub(crate) fn lock(arena: usize) -> SpinGuard<'static, Backends> {
     let mut guard = ARENAS[arena].backends.lock();
-    // SAFETY: the remote list's blocks are this arena's, allocated, given up by their
-    // freeing threads; taking it made them ours alone.
-    unsafe { guard.file_remote(take_remote(arena)) };
+    if !owned(arena) {
+        file_remote_all(arena, &mut guard);
+    }
     guard
 }
 
-/// Takes `arena`'s whole remote list (null: empty), a stack of batches (see [`read_batch`]):
-/// its blocks are the caller's to file or reuse (the owner collects them into its thread's
-/// lists, see [`crate::thread`]).
-pub(crate) fn take_remote(arena: usize) -> *mut u8 {
-    let arena = &ARENAS[arena];
-    if arena.remote.load(Ordering::Relaxed).is_null() {
+/// Whether a live thread owns `arena` (never the starter arena).
+fn owned(arena: usize) -> bool {
+    arena != STARTER && CLAIMED.load(Ordering::Relaxed) & 1 << arena != 0
+}
+
+/// Takes `arena`'s remote stack `stack` (a thread-cache list, or [`REMOTE_MEDIUM`]) whole
+/// (null: empty), a stack of batches (see [`read_batch`]): its blocks are the caller's to
+/// reuse or file. The caller then says how many bytes it took ([`note_taken`]).
+pub(crate) fn take_remote(arena: usize, stack: usize) -> *mut u8 {
+    let remote = &ARENAS[arena].remote[stack];
+    if remote.load(Ordering::Relaxed).is_null() {
         return core::ptr::null_mut();
     }
-    arena.remote_count.store(0, Ordering::Relaxed);
-    arena.remote.swap(core::ptr::null_mut(), Ordering::Acquire)
+    remote.swap(core::ptr::null_mut(), Ordering::Acquire)
+}
+
+/// The bytes a block on remote stack `stack` counts for: its list's block size, or a medium
+/// block's usable size (the same when it is pushed and when it is taken).
+///
+/// # Safety
+/// `block` is a live block that joins list `stack`, or a medium block.
+pub(crate) unsafe fn stack_bytes(stack: usize, block: NonNull<u8>) -> usize {
+    if stack == REMOTE_MEDIUM {
+        // SAFETY: a medium block is a live core-heap block: its header is readable.
+        unsafe { crate::core_heap::usable_size(block) }
+    } else {
+        list_block_bytes(stack)
+    }
+}
+
+/// Counts `bytes` taken off `arena`'s remote stacks.
+pub(crate) fn note_taken(arena: usize, bytes: usize) {
+    ARENAS[arena]
+        .remote_bytes
+        .fetch_sub(bytes, Ordering::Relaxed);
+}
+
+/// Files every block waiting on `arena`'s remote stacks into its backends (`backends`, the
+/// arena's, locked).
+pub(crate) fn file_remote_all(arena: usize, backends: &mut Backends) {
+    let mut filed = 0;
+    for stack in MIN_CLASS..REMOTE_STACKS {
+        // SAFETY: the stack's blocks are this arena's, allocated, given up by their freeing
+        // threads; taking it made them ours alone.
+        filed += unsafe { backends.file_remote(stack, take_remote(arena, stack)) };
+    }
+    note_taken(arena, filed);
 }
 
 /// The arena a block of ours belongs to: a slot's by its slab, a core-heap block's by the
@@ -172,23 +219,21 @@ pub(crate) fn of(block: NonNull<u8>) -> Option<usize> {
     }
 }
 
-/// A batch of a remote list: `count` blocks linked from `first` to `last` through their
-/// first words and null-terminated, all of one thread-cache list if `one_list`.
+/// A batch of a remote stack: `count` blocks linked from `first` to `last` through their
+/// first words and null-terminated.
 pub(crate) struct RemoteBatch {
     pub(crate) first: NonNull<u8>,
     pub(crate) last: NonNull<u8>,
     pub(crate) count: u32,
-    pub(crate) one_list: bool,
 }
 
 /// The most blocks one remote batch holds (its length fits the header's top 16 bits).
 pub(crate) const REMOTE_BATCH_MAX: u32 = u16::MAX as u32;
 /// A remote batch's header, in its first block's second word: the next batch's first block
-/// mangled with this block's address (see [`crate::link`]) below bit 47, which an address
-/// (below `2^47`) leaves free for the `one_list` flag, and the length from bit 48. A batch
-/// of two blocks or more keeps its last block's address, mangled with the second block's, in
-/// the second block's second word: the owner splices the batch onto a list in O(1).
-const ONE_LIST: usize = 1 << 47;
+/// mangled with this block's address (see [`crate::link`]) in the low 48 bits (an address
+/// lies below `2^47`), and the length from bit 48. A batch of two blocks or more keeps its
+/// last block's address, mangled with the second block's, in the second block's second
+/// word: the owner splices the batch onto a list in O(1).
 const COUNT_SHIFT: u32 = 48;
 
 /// Reads the header of the remote batch that starts at `first`: the batch, and the next
@@ -199,7 +244,7 @@ const COUNT_SHIFT: u32 = 48;
 pub(crate) unsafe fn read_batch(first: NonNull<u8>) -> (RemoteBatch, *mut u8) {
     // SAFETY: every block has a second word; a batch's first keeps the header there.
     let word = unsafe { first.cast::<usize>().add(1).read() };
-    let mangled = word & (ONE_LIST - 1);
+    let mangled = word & ((1 << COUNT_SHIFT) - 1);
     // The next batch's address was exposed when the header was written.
     let next = core::ptr::with_exposed_provenance_mut(mangled ^ first.as_ptr().addr());
     let count = (word >> COUNT_SHIFT) as u32;
@@ -213,34 +258,35 @@ pub(crate) unsafe fn read_batch(first: NonNull<u8>) -> (RemoteBatch, *mut u8) {
             NonNull::new(core::ptr::with_exposed_provenance_mut(mangled)).unwrap_or(first)
         }
     };
-    let batch = RemoteBatch {
-        first,
-        last,
-        count,
-        one_list: word & ONE_LIST != 0,
-    };
+    let batch = RemoteBatch { first, last, count };
     (batch, next)
 }
 
 /// Pushes the chain `first ..= last` of `count` blocks (at most [`REMOTE_BATCH_MAX`], linked
-/// through first words, `last`'s link about to be overwritten), all of one thread-cache list
-/// if `one_list`, onto `arena`'s remote list as a batch: the owner that collects it reads
-/// one header, not every block, and takes a one-list batch whole as its empty list. When more
-/// than [`REMOTE_FILE_AFTER`] blocks wait there (an owner that does not allocate does not
-/// collect them), or the arena has no owner, and its lock is free, files them at once.
+/// through first words, `last`'s link about to be overwritten) of `bytes` bytes in all onto
+/// `arena`'s remote stack `stack` as a batch: every block joins the thread-cache list
+/// `stack` (or is a medium block, [`REMOTE_MEDIUM`]), and the owner that takes the stack when
+/// that list is empty splices each batch onto it reading three blocks, not every block. When
+/// more than [`REMOTE_FILE_AFTER`] bytes wait on the arena's stacks (an owner that no longer
+/// allocates does not take them), or the arena has no owner, and its lock is free, files
+/// them at once.
 ///
 /// # Safety
-/// Every block of the chain belongs to `arena`, is allocated in its backend's eyes, and is
-/// given up by the caller.
+/// Every block of the chain belongs to `arena`, is allocated in its backend's eyes, joins
+/// list `stack` (or is a medium block), and is given up by the caller.
 pub(crate) unsafe fn push_remote(
     arena: usize,
+    stack: usize,
     first: NonNull<u8>,
     last: NonNull<u8>,
     count: u32,
-    one_list: bool,
+    bytes: usize,
 ) {
     debug_assert!(count <= REMOTE_BATCH_MAX);
-    let remote = &ARENAS[arena].remote;
+    let pending = &ARENAS[arena];
+    // Counted first, so that an owner's `note_taken` never takes the count below zero.
+    let waiting = pending.remote_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    let remote = &pending.remote[stack];
     let mut head = remote.load(Ordering::Relaxed);
     // SAFETY: the chain's blocks are the caller's to link and write.
     unsafe {
@@ -251,7 +297,6 @@ pub(crate) unsafe fn push_remote(
             second.cast::<usize>().add(1).write(mangled);
         }
     }
-    let flag = if one_list { ONE_LIST } else { 0 };
     loop {
         let mangled = head.expose_provenance() ^ first.as_ptr().addr();
         // SAFETY: `first` is the caller's; its second word takes the header.
@@ -259,7 +304,7 @@ pub(crate) unsafe fn push_remote(
             first
                 .cast::<usize>()
                 .add(1)
-                .write(mangled | flag | (count as usize) << COUNT_SHIFT)
+                .write(mangled | (count as usize) << COUNT_SHIFT)
         };
         match remote.compare_exchange_weak(
             head,
@@ -272,23 +317,18 @@ pub(crate) unsafe fn push_remote(
         }
     }
     bump(&COUNTERS.remote_pushes);
-    let waiting = ARENAS[arena]
-        .remote_count
-        .fetch_add(count as usize, Ordering::Relaxed);
     // An abandoned arena, or the starter one, has nobody to collect: its memory serves again
     // only once filed.
-    let abandoned = arena == STARTER || CLAIMED.load(Ordering::Relaxed) & 1 << arena == 0;
-    if abandoned || waiting + count as usize >= REMOTE_FILE_AFTER {
-        if let Some(mut guard) = ARENAS[arena].backends.try_lock() {
-            // SAFETY: as in `lock`.
-            unsafe { guard.file_remote(take_remote(arena)) };
+    if !owned(arena) || waiting >= REMOTE_FILE_AFTER {
+        if let Some(mut guard) = pending.backends.try_lock() {
+            file_remote_all(arena, &mut guard);
         }
     }
 }
 
-/// Blocks waiting on a remote list past which a pushing thread files them itself, if the
-/// arena's lock is free: bounds what an idle owner's arena holds unusable.
-const REMOTE_FILE_AFTER: usize = 4096;
+/// Bytes waiting on an arena's remote stacks past which a pushing thread files them itself,
+/// if the arena's lock is free: bounds what an idle owner's arena holds unusable.
+const REMOTE_FILE_AFTER: usize = 2 << 20;
 
 /// Runs `each` on every arena in turn, under its lock (never two at once).
 pub(crate) fn for_each(mut each: impl FnMut(&mut Backends)) {
@@ -333,7 +373,7 @@ impl Backends {
     /// # Safety
     /// The list's blocks are this arena's, allocated, and the caller's to give up.
     pub(crate) unsafe fn file_all(&mut self, mut head: *mut u8) {
-        let mut filed = 0usize;
+        let mut filed = 0;
         while let Some(block) = NonNull::new(head) {
             // SAFETY: forwarded from the caller; a listed block's first word is the link.
             unsafe {
@@ -345,19 +385,29 @@ impl Backends {
         crate::stats::add(&COUNTERS.remote_filed, filed);
     }
 
-    /// Files every batch of a remote list taken whole (see [`take_remote`]).
+    /// Files every batch of remote stack `stack`, taken whole (see [`take_remote`]). Returns
+    /// their bytes as the stack counts them ([`stack_bytes`]).
     ///
     /// # Safety
-    /// As for [`Backends::file_all`], for every batch's blocks.
-    pub(crate) unsafe fn file_remote(&mut self, mut batches: *mut u8) {
+    /// As for [`Backends::file_all`], for every batch's blocks, which join list `stack` (or
+    /// are medium blocks).
+    unsafe fn file_remote(&mut self, stack: usize, mut batches: *mut u8) -> usize {
+        let mut bytes = 0;
         while let Some(first) = NonNull::new(batches) {
-            // SAFETY: forwarded from the caller.
+            // SAFETY: forwarded from the caller; a batch's blocks are linked.
             unsafe {
                 let (batch, next) = read_batch(first);
                 batches = next;
-                self.file_all(batch.first.as_ptr());
+                let mut head = batch.first.as_ptr();
+                while let Some(block) = NonNull::new(head) {
+                    head = link::next(block);
+                    bytes += stack_bytes(stack, block);
+                    self.file(block);
+                }
+                crate::stats::add(&COUNTERS.remote_filed, batch.count as usize);
             }
         }
+        bytes
     }
 
     /// Files one block of this arena (see [`Backends::file_all`]).

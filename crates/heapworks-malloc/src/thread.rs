@@ -280,7 +280,7 @@ pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
     // SAFETY: the cache is this thread's and live; `class` is a valid class (callers map
     // requests).
     unsafe {
-        if collect_remote(cache) {
+        if collect_list(cache, class) {
             if let Some(block) = pop(class) {
                 return Some(block);
             }
@@ -290,91 +290,93 @@ pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
     }
 }
 
-/// Collects the blocks other threads freed into the calling thread's own arena (no lock: one
-/// exchange takes the whole list) onto the thread's lists while they have room, medium blocks
-/// into its medium cache; the rest is filed in the arena under its lock. Returns whether any
-/// block was collected. This is how a producer gets back what its consumers free: a block at
-/// a time into the list it will be allocated from, not through a heap.
+/// Takes the blocks other threads freed into the calling thread's own arena for list `list`
+/// (one exchange of the list's remote stack, no lock) onto that list: each batch spliced in
+/// O(1) while the list has room for it (its limit grown within the budget), any other filed
+/// in the arena under its lock. Returns whether any block joined the list. This is how a
+/// producer gets back what its consumers free: into the list it allocates from, not through
+/// its arena.
 ///
 /// # Safety
-/// `cache` is the calling thread's live cache.
-unsafe fn collect_remote(cache: *mut ThreadCache) -> bool {
-    // SAFETY: the cache is this thread's; the blocks taken are its arena's, given up.
+/// `cache` is the calling thread's live cache; `list` is a valid list.
+unsafe fn collect_list(cache: *mut ThreadCache, list: usize) -> bool {
+    // SAFETY: the cache is this thread's; the blocks taken are its arena's, of `list`,
+    // given up.
     unsafe {
         if !(*cache).owns_arena {
             return false;
         }
-        let mut batches = arena::take_remote((*cache).arena);
+        let arena = (*cache).arena;
+        let mut batches = arena::take_remote(arena, list);
         if batches.is_null() {
             return false;
         }
-        let mut rest = core::ptr::null_mut();
+        let bin = bin(list);
+        let (mut taken, mut kept, mut rest) = (0, 0, core::ptr::null_mut());
         while let Some(first) = NonNull::new(batches) {
             let (batch, next) = arena::read_batch(first);
             batches = next;
-            if config::secure() {
-                rest = append(batch.first.as_ptr(), rest);
-                continue;
+            taken += batch.count as usize;
+            while (*bin).room < batch.count && grow_limit(cache, list) {}
+            if (*bin).room >= batch.count {
+                link::set(batch.last, (*bin).head);
+                (*bin).head = batch.first.as_ptr();
+                (*bin).room -= batch.count;
+                kept += batch.count;
+            } else {
+                link::set(batch.last, rest);
+                rest = batch.first.as_ptr();
             }
-            if batch.one_list && take_whole(cache, &batch) {
-                continue;
-            }
+        }
+        arena::note_taken(arena, taken * list_block_bytes(list));
+        crate::stats::add(&COUNTERS.remote_batches_taken, kept as usize);
+        if !rest.is_null() {
+            with_arena_at(arena, |arena| arena.file_all(rest));
+        }
+        kept > 0
+    }
+}
+
+/// Takes the medium blocks other threads freed into the calling thread's own arena (one
+/// exchange, no lock) into its medium cache while it holds them; the rest are filed in the
+/// arena under its lock. Returns whether any block was taken.
+///
+/// # Safety
+/// `cache` is the calling thread's live cache.
+unsafe fn collect_medium(cache: *mut ThreadCache) -> bool {
+    // SAFETY: the cache is this thread's; the blocks taken are its arena's medium blocks,
+    // given up.
+    unsafe {
+        if !(*cache).owns_arena {
+            return false;
+        }
+        let arena = (*cache).arena;
+        let mut batches = arena::take_remote(arena, arena::REMOTE_MEDIUM);
+        if batches.is_null() {
+            return false;
+        }
+        let (mut bytes, mut rest) = (0, core::ptr::null_mut());
+        while let Some(first) = NonNull::new(batches) {
+            let (batch, next) = arena::read_batch(first);
+            batches = next;
             let mut head = batch.first.as_ptr();
             while let Some(block) = NonNull::new(head) {
                 head = link::next(block);
-                if !keep_collected(cache, block) {
+                let usable = core_heap::usable_size(block);
+                bytes += usable;
+                let kept = !config::secure()
+                    && medium_cache(cache)
+                        .is_some_and(|mut medium| medium.as_mut().push(block, usable));
+                if !kept {
                     link::set(block, rest);
                     rest = block.as_ptr();
                 }
             }
         }
-        if let Some(rest) = NonNull::new(rest) {
-            with_arena_at((*cache).arena, |arena| arena.file_all(rest.as_ptr()));
+        arena::note_taken(arena, bytes);
+        if !rest.is_null() {
+            with_arena_at(arena, |arena| arena.file_all(rest));
         }
-        true
-    }
-}
-
-/// The null-terminated list at `head` followed by the one at `rest`.
-///
-/// # Safety
-/// Both lists are the caller's, linked through their blocks' first words.
-unsafe fn append(head: *mut u8, rest: *mut u8) -> *mut u8 {
-    let Some(mut last) = NonNull::new(head) else {
-        return rest;
-    };
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        while let Some(next) = NonNull::new(link::next(last)) {
-            last = next;
-        }
-        link::set(last, rest);
-    }
-    head
-}
-
-/// Takes a remote batch of one list whole onto that list of the calling thread if the list
-/// can hold it (growing its limit within the budget): in O(1), reading and writing only the
-/// batch's first, second and last blocks. Returns whether it did.
-///
-/// # Safety
-/// `cache` is the calling thread's live cache; the batch's blocks are its arena's, of one
-/// list, given up.
-unsafe fn take_whole(cache: *mut ThreadCache, batch: &arena::RemoteBatch) -> bool {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        let Some(list) = list_of_block(batch.first) else {
-            return false;
-        };
-        let bin = bin(list);
-        while (*bin).room < batch.count && grow_limit(cache, list) {}
-        if (*bin).room < batch.count {
-            return false;
-        }
-        link::set(batch.last, (*bin).head);
-        (*bin).head = batch.first.as_ptr();
-        (*bin).room -= batch.count;
-        bump(&COUNTERS.remote_batches_taken);
         true
     }
 }
@@ -390,24 +392,6 @@ unsafe fn list_of_block(block: NonNull<u8>) -> Option<usize> {
     // SAFETY: forwarded from the caller: a core block's header is readable.
     let class = class_of_usable(unsafe { core_heap::usable_size(block) });
     (class <= MAX_CLASS).then_some(class)
-}
-
-/// Puts a collected block on the list of the calling thread that holds its kind if it has
-/// room. Returns whether it did.
-///
-/// # Safety
-/// `cache` is the calling thread's live cache; `block` is a live block of its arena (not a
-/// large one) that nobody else uses.
-unsafe fn keep_collected(cache: *mut ThreadCache, block: NonNull<u8>) -> bool {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        let Some(list) = list_of_block(block) else {
-            let usable = core_heap::usable_size(block);
-            return medium_cache(cache)
-                .is_some_and(|mut medium| medium.as_mut().push(block, usable));
-        };
-        push_or_restore(block, list) || (grow_limit(cache, list) && push_or_restore(block, list))
-    }
 }
 
 /// Takes a slot of `slot_class` from the calling thread's list of it, refilled from the slabs;
@@ -445,7 +429,7 @@ fn pop_slot_slow(slot_class: usize) -> Option<NonNull<u8>> {
     }
     // SAFETY: the cache is this thread's and live; the lists are valid.
     unsafe {
-        if collect_remote(cache) {
+        if collect_list(cache, list) {
             if let Some(slot) = pop(list) {
                 return Some(slot);
             }
@@ -681,7 +665,7 @@ unsafe fn push_slot_slow(slot: NonNull<u8>) {
 /// # Safety
 /// As for [`push`].
 unsafe fn release_one(block: NonNull<u8>) {
-    let mut router = Router::new(thread_arena(), false);
+    let mut router = Router::new(thread_arena(), None);
     // SAFETY: forwarded from the caller.
     unsafe {
         router.add(block);
@@ -703,7 +687,7 @@ pub(crate) fn allocate_medium(size: usize) -> Option<NonNull<u8>> {
     if let Some(cache) = live_cache() {
         // SAFETY: the cache is this thread's and live.
         unsafe {
-            if collect_remote(cache) {
+            if collect_medium(cache) {
                 if let Some(block) = pop_medium(size) {
                     return Some(block);
                 }
@@ -748,7 +732,7 @@ pub(crate) unsafe fn push_medium(block: NonNull<u8>, usable: usize) {
 #[cold]
 unsafe fn push_medium_slow(block: NonNull<u8>, usable: usize) {
     let cache = live_cache();
-    let mut router = Router::new(thread_arena(), false);
+    let mut router = Router::new(thread_arena(), None);
     // SAFETY: the cache is this thread's and live; the block is the caller's to give up, and
     // every block the cache releases goes to its arena.
     unsafe {
@@ -872,43 +856,69 @@ impl<T> Outcome for (T, u32) {
 }
 
 /// Blocks on their way out of a thread's caches, sorted by arena: those of the thread's own
-/// arena are filed under its lock at [`Router::finish`]; any other arena's are chained and
-/// pushed onto its remote list (a chain at a time, no lock).
+/// arena are filed under its lock at [`Router::finish`]; any other arena's are chained by the
+/// list they join and pushed onto that list's remote stack of their arena (a chain at a time,
+/// no lock).
 struct Router {
     own: usize,
-    /// Whether every block added comes from one thread-cache list (see
-    /// [`arena::push_remote`]).
-    one_list: bool,
+    /// The list every block added joins, when the router is given one list's blocks (a
+    /// flush); else each block's is read from it.
+    list: Option<usize>,
     head: *mut u8,
     count: u32,
     chains: [Chain; ROUTER_CHAINS],
     open: usize,
 }
 
-/// A chain of blocks of one arena, linked through their first words.
+/// A chain of blocks of one arena and one remote stack, linked through their first words.
 #[derive(Clone, Copy)]
 struct Chain {
     arena: usize,
+    stack: usize,
     first: *mut u8,
     last: *mut u8,
     count: u32,
+    bytes: usize,
 }
 
-/// Arenas a router keeps chains for at once (a flush's blocks come from one or two).
+impl Chain {
+    /// Pushes the chain onto its arena's remote stack.
+    ///
+    /// # Safety
+    /// The chain is not empty, and its blocks are given up.
+    unsafe fn push(&self) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            arena::push_remote(
+                self.arena,
+                self.stack,
+                NonNull::new_unchecked(self.first),
+                NonNull::new_unchecked(self.last),
+                self.count,
+                self.bytes,
+            )
+        }
+    }
+}
+
+/// Chains a router keeps at once (a flush's blocks come from one arena, or a few when a
+/// thread frees what several produced).
 const ROUTER_CHAINS: usize = 4;
 
 impl Router {
-    fn new(own: usize, one_list: bool) -> Router {
+    fn new(own: usize, list: Option<usize>) -> Router {
         Router {
             own,
-            one_list,
+            list,
             head: core::ptr::null_mut(),
             count: 0,
             chains: [Chain {
                 arena: 0,
+                stack: 0,
                 first: core::ptr::null_mut(),
                 last: core::ptr::null_mut(),
                 count: 0,
+                bytes: 0,
             }; ROUTER_CHAINS],
             open: 0,
         }
@@ -917,12 +927,14 @@ impl Router {
     /// Takes `block` to route.
     ///
     /// # Safety
-    /// `block` is a live block of this allocator (not a large one) that the caller gives up.
+    /// `block` is a live block of this allocator (not a large one) that the caller gives up,
+    /// of the router's list if it has one.
     unsafe fn add(&mut self, block: NonNull<u8>) {
         let Some(arena) = arena::of(block) else {
             fault::invalid_pointer("free", block.as_ptr());
         };
-        // SAFETY: the block is ours to link.
+        // SAFETY: the block is ours to link and, if it has no list, a live block whose header
+        // is readable.
         unsafe {
             if arena == self.own {
                 link::set(block, self.head);
@@ -930,37 +942,39 @@ impl Router {
                 self.count += 1;
                 return;
             }
-            if let Some(chain) = self.chains[..self.open]
-                .iter_mut()
-                .find(|chain| chain.arena == arena && chain.count < arena::REMOTE_BATCH_MAX)
-            {
+            let stack = match self.list {
+                Some(list) => list,
+                None => list_of_block(block).unwrap_or(arena::REMOTE_MEDIUM),
+            };
+            let bytes = arena::stack_bytes(stack, block);
+            if let Some(chain) = self.chains[..self.open].iter_mut().find(|chain| {
+                chain.arena == arena
+                    && chain.stack == stack
+                    && chain.count < arena::REMOTE_BATCH_MAX
+            }) {
                 link::set(block, chain.first);
                 chain.first = block.as_ptr();
                 chain.count += 1;
+                chain.bytes += bytes;
                 return;
             }
             if self.open == ROUTER_CHAINS {
                 self.open -= 1;
-                let full = self.chains[self.open];
-                arena::push_remote(
-                    full.arena,
-                    NonNull::new_unchecked(full.first),
-                    NonNull::new_unchecked(full.last),
-                    full.count,
-                    self.one_list,
-                );
+                self.chains[self.open].push();
             }
+            self.chains[self.open] = Chain {
+                arena,
+                stack,
+                first: block.as_ptr(),
+                last: block.as_ptr(),
+                count: 1,
+                bytes,
+            };
         }
-        self.chains[self.open] = Chain {
-            arena,
-            first: block.as_ptr(),
-            last: block.as_ptr(),
-            count: 1,
-        };
         self.open += 1;
     }
 
-    /// Pushes the other arenas' chains onto their remote lists and files the own arena's
+    /// Pushes the other arenas' chains onto their remote stacks and files the own arena's
     /// blocks under its lock.
     ///
     /// # Safety
@@ -975,23 +989,15 @@ impl Router {
         }
     }
 
-    /// Pushes the other arenas' chains onto their remote lists; returns the own arena's
+    /// Pushes the other arenas' chains onto their remote stacks; returns the own arena's
     /// blocks, a null-terminated list, and how many.
     ///
     /// # Safety
     /// Every block added was given up.
     unsafe fn finish_foreign(self) -> (*mut u8, u32) {
         for chain in &self.chains[..self.open] {
-            // SAFETY: the chain's blocks are its arena's, given up.
-            unsafe {
-                arena::push_remote(
-                    chain.arena,
-                    NonNull::new_unchecked(chain.first),
-                    NonNull::new_unchecked(chain.last),
-                    chain.count,
-                    self.one_list,
-                )
-            };
+            // SAFETY: forwarded from the caller; an open chain is not empty.
+            unsafe { chain.push() };
         }
         (self.head, self.count)
     }
@@ -1333,8 +1339,12 @@ unsafe fn cut(class: usize, count: u32) -> Cut {
 unsafe fn release_cut(class: usize, cut: Cut) -> u32 {
     let own = thread_arena();
     // SAFETY: forwarded from the caller.
-    let ((slots, slot_count), (core, core_count)) =
-        unsafe { (route_foreign(own, cut.slots), route_foreign(own, cut.core)) };
+    let ((slots, slot_count), (core, core_count)) = unsafe {
+        (
+            route_foreign(own, class, cut.slots),
+            route_foreign(own, class, cut.core),
+        )
+    };
     if slot_count == 0 && core_count == 0 {
         return 0;
     }
@@ -1367,9 +1377,8 @@ unsafe fn release_cut(class: usize, cut: Cut) -> u32 {
 ///
 /// # Safety
 /// The list's blocks are live blocks of this allocator that nobody else uses.
-unsafe fn route_foreign(own: usize, mut head: *mut u8) -> (*mut u8, u32) {
-    // A cut is of one list: its slots and its core blocks are routed apart.
-    let mut router = Router::new(own, true);
+unsafe fn route_foreign(own: usize, list: usize, mut head: *mut u8) -> (*mut u8, u32) {
+    let mut router = Router::new(own, Some(list));
     // SAFETY: forwarded from the caller; a listed block's first word is the link.
     unsafe {
         while let Some(block) = NonNull::new(head) {
@@ -1415,7 +1424,7 @@ fn retire() {
             (*bin).room = 0;
             (*bin).limit = 0;
         }
-        let mut router = Router::new((*cache).arena, false);
+        let mut router = Router::new((*cache).arena, None);
         if let Some(medium) = medium_cache(cache) {
             (*cache).medium = core::ptr::null_mut();
             MediumCache::destroy(medium, &mut |block| router.add(block));
@@ -1423,9 +1432,12 @@ fn retire() {
         router.finish();
         large::retire_slot(&mut (*cache).large);
         (*cache).state = State::Dead;
-        // The arena's memory, blocks still in use included, waits for the next thread.
+        // The arena's memory, blocks still in use included, waits for the next thread; what
+        // other threads freed into it is filed first, since no owner will take it now.
         if (*cache).owns_arena {
-            arena::abandon((*cache).arena);
+            let own = (*cache).arena;
+            with_arena_at(own, |arena| arena::file_remote_all(own, arena));
+            arena::abandon(own);
         }
     }
     crate::stats::bump_always(&COUNTERS.caches_retired);
