@@ -209,13 +209,15 @@ pub(crate) fn file_remote_all(arena: usize, backends: &mut Backends) {
     note_taken(arena, filed);
 }
 
-/// The arena a block of ours belongs to: a slot's by its slab, a core-heap block's by the
-/// address map. `None` for an address in no arena's memory.
-pub(crate) fn of(block: NonNull<u8>) -> Option<usize> {
+/// The arena a block of ours belongs to, and whether it is a slot: a slot's by its slab, a
+/// core-heap block's by the address map. `None` for an address in no arena's memory. Reads
+/// two tables that are written once per slab or reservation, never the block.
+#[inline(always)]
+pub(crate) fn owner(block: NonNull<u8>) -> Option<(usize, bool)> {
     if tiny::is_slot(block.as_ptr()) {
-        Some(tiny::arena_of_slot(block))
+        Some((tiny::arena_of_slot(block), true))
     } else {
-        address_map::owner(block.as_ptr().addr())
+        address_map::owner(block.as_ptr().addr()).map(|arena| (arena, false))
     }
 }
 

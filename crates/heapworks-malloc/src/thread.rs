@@ -665,7 +665,7 @@ unsafe fn push_slot_slow(slot: NonNull<u8>) {
 /// # Safety
 /// As for [`push`].
 unsafe fn release_one(block: NonNull<u8>) {
-    let mut router = Router::new(thread_arena(), None);
+    let mut router = Router::new(thread_arena());
     // SAFETY: forwarded from the caller.
     unsafe {
         router.add(block);
@@ -732,7 +732,7 @@ pub(crate) unsafe fn push_medium(block: NonNull<u8>, usable: usize) {
 #[cold]
 unsafe fn push_medium_slow(block: NonNull<u8>, usable: usize) {
     let cache = live_cache();
-    let mut router = Router::new(thread_arena(), None);
+    let mut router = Router::new(thread_arena());
     // SAFETY: the cache is this thread's and live; the block is the caller's to give up, and
     // every block the cache releases goes to its arena.
     unsafe {
@@ -855,17 +855,63 @@ impl<T> Outcome for (T, u32) {
     }
 }
 
-/// Blocks on their way out of a thread's caches, sorted by arena: those of the thread's own
-/// arena are filed under its lock at [`Router::finish`]; any other arena's are chained by the
-/// list they join and pushed onto that list's remote stack of their arena (a chain at a time,
-/// no lock).
+/// Blocks of several lists on their way out of a thread's caches (a medium cache emptied, a
+/// block released alone), sorted by arena: those of the thread's own arena are filed under its
+/// lock at [`Router::finish`]; any other arena's are chained by the list they join (read from
+/// each block) and pushed onto that list's remote stack of their arena. (A list's flush routes
+/// its blocks itself, knowing their list: see [`flush`].)
 struct Router {
     own: usize,
-    /// The list every block added joins, when the router is given one list's blocks (a
-    /// flush); else each block's is read from it.
-    list: Option<usize>,
-    head: *mut u8,
-    count: u32,
+    mine: Run,
+    chains: Chains,
+}
+
+impl Router {
+    fn new(own: usize) -> Router {
+        Router {
+            own,
+            mine: Run::EMPTY,
+            chains: Chains::new(),
+        }
+    }
+
+    /// Takes `block` to route.
+    ///
+    /// # Safety
+    /// `block` is a live block of this allocator (not a large one) that the caller gives up.
+    unsafe fn add(&mut self, block: NonNull<u8>) {
+        let Some((arena, _)) = arena::owner(block) else {
+            fault::invalid_pointer("free", block.as_ptr());
+        };
+        // SAFETY: the block is ours to link, and live: its header is readable.
+        unsafe {
+            if arena == self.own {
+                return self.mine.add(block);
+            }
+            let stack = list_of_block(block).unwrap_or(arena::REMOTE_MEDIUM);
+            self.chains
+                .add(arena, stack, block, arena::stack_bytes(stack, block));
+        }
+    }
+
+    /// Pushes the other arenas' chains onto their remote stacks and files the own arena's
+    /// blocks under its lock.
+    ///
+    /// # Safety
+    /// Every block added was given up.
+    unsafe fn finish(self) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.chains.push_all() };
+        if self.mine.count > 0 {
+            let head = self.mine.head;
+            // SAFETY: the list's blocks are the own arena's, given up.
+            with_arena_at(self.own, |arena| unsafe { arena.file_all(head) });
+        }
+    }
+}
+
+/// Chains of blocks on their way to other arenas' remote stacks, a chain per arena and stack.
+struct Chains {
     chains: [Chain; ROUTER_CHAINS],
     open: usize,
 }
@@ -879,6 +925,74 @@ struct Chain {
     last: *mut u8,
     count: u32,
     bytes: usize,
+}
+
+/// Chains kept at once (a flush's blocks come from one arena, or a few when a thread frees
+/// what several produced); a block of one more pushes the oldest chain early.
+const ROUTER_CHAINS: usize = 4;
+
+impl Chains {
+    fn new() -> Chains {
+        Chains {
+            chains: [Chain {
+                arena: 0,
+                stack: 0,
+                first: core::ptr::null_mut(),
+                last: core::ptr::null_mut(),
+                count: 0,
+                bytes: 0,
+            }; ROUTER_CHAINS],
+            open: 0,
+        }
+    }
+
+    /// Adds `block` (of `bytes` bytes, see [`arena::stack_bytes`]) to the chain of `arena`'s
+    /// remote stack `stack`.
+    ///
+    /// # Safety
+    /// `block` is a live block of `arena` that joins list `stack` (or a medium block), given
+    /// up by the caller.
+    #[inline(always)]
+    unsafe fn add(&mut self, arena: usize, stack: usize, block: NonNull<u8>, bytes: usize) {
+        // SAFETY: the block is ours to link.
+        unsafe {
+            if let Some(chain) = self.chains[..self.open].iter_mut().find(|chain| {
+                chain.arena == arena
+                    && chain.stack == stack
+                    && chain.count < arena::REMOTE_BATCH_MAX
+            }) {
+                link::set(block, chain.first);
+                chain.first = block.as_ptr();
+                chain.count += 1;
+                chain.bytes += bytes;
+                return;
+            }
+            if self.open == ROUTER_CHAINS {
+                self.open -= 1;
+                self.chains[self.open].push();
+            }
+        }
+        self.chains[self.open] = Chain {
+            arena,
+            stack,
+            first: block.as_ptr(),
+            last: block.as_ptr(),
+            count: 1,
+            bytes,
+        };
+        self.open += 1;
+    }
+
+    /// Pushes every chain onto its arena's remote stack.
+    ///
+    /// # Safety
+    /// Every block added was given up.
+    unsafe fn push_all(&self) {
+        for chain in &self.chains[..self.open] {
+            // SAFETY: forwarded from the caller; an open chain is not empty.
+            unsafe { chain.push() };
+        }
+    }
 }
 
 impl Chain {
@@ -898,108 +1012,6 @@ impl Chain {
                 self.bytes,
             )
         }
-    }
-}
-
-/// Chains a router keeps at once (a flush's blocks come from one arena, or a few when a
-/// thread frees what several produced).
-const ROUTER_CHAINS: usize = 4;
-
-impl Router {
-    fn new(own: usize, list: Option<usize>) -> Router {
-        Router {
-            own,
-            list,
-            head: core::ptr::null_mut(),
-            count: 0,
-            chains: [Chain {
-                arena: 0,
-                stack: 0,
-                first: core::ptr::null_mut(),
-                last: core::ptr::null_mut(),
-                count: 0,
-                bytes: 0,
-            }; ROUTER_CHAINS],
-            open: 0,
-        }
-    }
-
-    /// Takes `block` to route.
-    ///
-    /// # Safety
-    /// `block` is a live block of this allocator (not a large one) that the caller gives up,
-    /// of the router's list if it has one.
-    unsafe fn add(&mut self, block: NonNull<u8>) {
-        let Some(arena) = arena::of(block) else {
-            fault::invalid_pointer("free", block.as_ptr());
-        };
-        // SAFETY: the block is ours to link and, if it has no list, a live block whose header
-        // is readable.
-        unsafe {
-            if arena == self.own {
-                link::set(block, self.head);
-                self.head = block.as_ptr();
-                self.count += 1;
-                return;
-            }
-            let stack = match self.list {
-                Some(list) => list,
-                None => list_of_block(block).unwrap_or(arena::REMOTE_MEDIUM),
-            };
-            let bytes = arena::stack_bytes(stack, block);
-            if let Some(chain) = self.chains[..self.open].iter_mut().find(|chain| {
-                chain.arena == arena
-                    && chain.stack == stack
-                    && chain.count < arena::REMOTE_BATCH_MAX
-            }) {
-                link::set(block, chain.first);
-                chain.first = block.as_ptr();
-                chain.count += 1;
-                chain.bytes += bytes;
-                return;
-            }
-            if self.open == ROUTER_CHAINS {
-                self.open -= 1;
-                self.chains[self.open].push();
-            }
-            self.chains[self.open] = Chain {
-                arena,
-                stack,
-                first: block.as_ptr(),
-                last: block.as_ptr(),
-                count: 1,
-                bytes,
-            };
-        }
-        self.open += 1;
-    }
-
-    /// Pushes the other arenas' chains onto their remote stacks and files the own arena's
-    /// blocks under its lock.
-    ///
-    /// # Safety
-    /// Every block added was given up.
-    unsafe fn finish(self) {
-        let own = self.own;
-        // SAFETY: forwarded from the caller.
-        let (head, count) = unsafe { self.finish_foreign() };
-        if count > 0 {
-            // SAFETY: the list's blocks are the own arena's, given up.
-            with_arena_at(own, |arena| unsafe { arena.file_all(head) });
-        }
-    }
-
-    /// Pushes the other arenas' chains onto their remote stacks; returns the own arena's
-    /// blocks, a null-terminated list, and how many.
-    ///
-    /// # Safety
-    /// Every block added was given up.
-    unsafe fn finish_foreign(self) -> (*mut u8, u32) {
-        for chain in &self.chains[..self.open] {
-            // SAFETY: forwarded from the caller; an open chain is not empty.
-            unsafe { chain.push() };
-        }
-        (self.head, self.count)
     }
 }
 
@@ -1226,166 +1238,95 @@ unsafe fn grow_limit(cache: *mut ThreadCache, class: usize) -> bool {
     }
 }
 
-/// Sends up to `count` blocks from the front of the list of `class` back: its slots to the
-/// slabs, its core-heap blocks to the core heap, as the class's transfer batch if the
-/// heap takes it (never for a promoted class, whose refills do not look for one), else block
-/// by block.
+/// Sends up to `count` blocks from the front of the list of `class` back to their arenas, in
+/// one walk of the list: other arenas' onto their remote stacks of the list, a chain per
+/// arena; the own arena's under its lock, slots to the slabs (as a batch when they have room)
+/// and core blocks as the class's transfer batch if the heap takes it (never for a promoted
+/// class, whose refills do not look for one), else block by block. Notes whether most went to
+/// other arenas (see [`make_list_room`]).
 ///
 /// # Safety
 /// `class` is a valid class whose list is the calling thread's.
 unsafe fn flush(class: usize, count: u32) {
-    // SAFETY: the list is this thread's, and its blocks are live blocks of `class`.
+    let own = thread_arena();
+    let block_bytes = block_bytes(class);
+    let mut own_slots = Run::EMPTY;
+    let mut own_core = Run::EMPTY;
+    let mut chains = Chains::new();
+    // SAFETY: the list is this thread's, and its blocks are live blocks of `class`, linked
+    // through their first words; each is given up as it is cut.
     unsafe {
-        let cut = cut(class, count);
-        let total = cut.slot_count + cut.core_count;
-        let own = release_cut(class, cut);
-        (*bin(class)).sends_away = own < total - own;
+        let bin = bin(class);
+        let mut at = (*bin).head;
+        let mut taken = 0;
+        while taken < count {
+            let Some(block) = NonNull::new(at) else {
+                break;
+            };
+            at = link::next(block);
+            taken += 1;
+            let Some((arena, slot)) = arena::owner(block) else {
+                fault::invalid_pointer("free", block.as_ptr());
+            };
+            if arena != own {
+                chains.add(arena, class, block, block_bytes);
+            } else if slot {
+                own_slots.add(block);
+            } else {
+                own_core.add(block);
+            }
+        }
+        (*bin).head = at;
+        (*bin).room += taken;
+        chains.push_all();
+        let kept = own_slots.count + own_core.count;
+        (*bin).sends_away = kept < taken - kept;
+        if kept > 0 {
+            with_arena_at(own, |arena| {
+                if own_slots.count > 0 {
+                    arena.slabs.give_back(own_slots.head, own_slots.count);
+                }
+                // Asked under the arena's lock, under which a class is promoted (and its
+                // batch dropped), so no batch is left to a promoted class.
+                let batched = own_core.count > 0
+                    && open_area(class).is_none()
+                    && arena.core.offer_batch(
+                        class,
+                        NonNull::new_unchecked(own_core.head),
+                        own_core.count,
+                        block_bytes,
+                    );
+                if !batched {
+                    release_list(&mut arena.core, &mut { own_core.head }, own_core.count);
+                }
+            });
+        }
     }
     bump(&COUNTERS.flushes);
 }
 
-/// Blocks cut from a list: its slots and its core-heap blocks, each a null-terminated list.
-struct Cut {
-    slots: *mut u8,
-    slot_count: u32,
-    core: *mut u8,
-    core_count: u32,
+/// A list of blocks linked through their first words, null-terminated, and its length.
+struct Run {
+    head: *mut u8,
+    count: u32,
 }
 
-/// Cuts the first `count` blocks (or all) off the list of `class`. Only a promoted class's
-/// list can hold both slots and core-heap blocks, and only its blocks are sorted (a tiny
-/// slot list holds slots only, any other class's list core-heap blocks only).
-///
-/// # Safety
-/// `class` is a valid list of the calling thread's cache.
-unsafe fn cut(class: usize, count: u32) -> Cut {
-    let null = core::ptr::null_mut();
-    // SAFETY: the list is this thread's; its blocks are linked through their first words.
-    unsafe {
-        let bin = bin(class);
-        let Some(first) = NonNull::new((*bin).head) else {
-            return Cut {
-                slots: null,
-                slot_count: 0,
-                core: null,
-                core_count: 0,
-            };
-        };
-        if open_area(class).is_some() {
-            let mut cut = Cut {
-                slots: null,
-                slot_count: 0,
-                core: null,
-                core_count: 0,
-            };
-            let mut head = first.as_ptr();
-            while let Some(block) =
-                NonNull::new(head).filter(|_| cut.slot_count + cut.core_count < count)
-            {
-                head = link::next(block);
-                let (list, listed) = if tiny::is_slot(block.as_ptr()) {
-                    (&mut cut.slots, &mut cut.slot_count)
-                } else {
-                    (&mut cut.core, &mut cut.core_count)
-                };
-                link::set(block, *list);
-                *list = block.as_ptr();
-                *listed += 1;
-            }
-            (*bin).head = head;
-            (*bin).room += cut.slot_count + cut.core_count;
-            return cut;
-        }
-        // The first `count` blocks (or all), null-terminated, kept in order.
-        let mut last = first;
-        let mut taken = 1;
-        while taken < count {
-            let Some(next) = NonNull::new(link::next(last)) else {
-                break;
-            };
-            last = next;
-            taken += 1;
-        }
-        (*bin).head = link::next(last);
-        link::set(last, null);
-        (*bin).room += taken;
-        if is_slot_list(class) {
-            Cut {
-                slots: first.as_ptr(),
-                slot_count: taken,
-                core: null,
-                core_count: 0,
-            }
-        } else {
-            Cut {
-                slots: null,
-                slot_count: 0,
-                core: first.as_ptr(),
-                core_count: taken,
-            }
-        }
-    }
-}
-
-/// Gives the blocks of `cut`, cut from the list of `class`, back to their arenas: other
-/// arenas' onto their remote lists; the thread's own arena's slots to its slabs (as a batch
-/// when they have room), and its core blocks as the class's transfer batch if the heap takes
-/// it (never for a promoted class, whose refills do not look for one), else block by block.
-///
-/// Returns how many of them were the own arena's.
-///
-/// # Safety
-/// The blocks of `cut` are live blocks that nobody else uses.
-unsafe fn release_cut(class: usize, cut: Cut) -> u32 {
-    let own = thread_arena();
-    // SAFETY: forwarded from the caller.
-    let ((slots, slot_count), (core, core_count)) = unsafe {
-        (
-            route_foreign(own, class, cut.slots),
-            route_foreign(own, class, cut.core),
-        )
+impl Run {
+    const EMPTY: Run = Run {
+        head: core::ptr::null_mut(),
+        count: 0,
     };
-    if slot_count == 0 && core_count == 0 {
-        return 0;
-    }
-    with_arena_at(own, |arena| {
-        // SAFETY: the lists hold the own arena's blocks, given up.
-        unsafe {
-            if slot_count > 0 {
-                arena.slabs.give_back(slots, slot_count);
-            }
-            // Asked under the arena's lock, under which a class is promoted (and its batch
-            // dropped), so no batch is left to a promoted class.
-            let batched = core_count > 0
-                && open_area(class).is_none()
-                && arena.core.offer_batch(
-                    class,
-                    NonNull::new_unchecked(core),
-                    core_count,
-                    block_bytes(class),
-                );
-            if !batched {
-                release_list(&mut arena.core, &mut { core }, core_count);
-            }
-        }
-    });
-    slot_count + core_count
-}
 
-/// Pushes the blocks of the null-terminated list at `head` that belong to other arenas than
-/// `own` onto their remote lists; returns the rest, null-terminated, and its length.
-///
-/// # Safety
-/// The list's blocks are live blocks of this allocator that nobody else uses.
-unsafe fn route_foreign(own: usize, list: usize, mut head: *mut u8) -> (*mut u8, u32) {
-    let mut router = Router::new(own, Some(list));
-    // SAFETY: forwarded from the caller; a listed block's first word is the link.
-    unsafe {
-        while let Some(block) = NonNull::new(head) {
-            head = link::next(block);
-            router.add(block);
-        }
-        router.finish_foreign()
+    /// Puts `block` at the front.
+    ///
+    /// # Safety
+    /// `block` is the caller's to link.
+    #[inline(always)]
+    unsafe fn add(&mut self, block: NonNull<u8>) {
+        // SAFETY: forwarded from the caller.
+        unsafe { link::set(block, self.head) };
+        self.head = block.as_ptr();
+        self.count += 1;
     }
 }
 
@@ -1419,12 +1360,12 @@ fn retire() {
             return;
         }
         for class in MIN_CLASS..LISTS {
-            release_cut(class, cut(class, u32::MAX));
+            flush(class, u32::MAX);
             let bin = bin(class);
             (*bin).room = 0;
             (*bin).limit = 0;
         }
-        let mut router = Router::new((*cache).arena, None);
+        let mut router = Router::new((*cache).arena);
         if let Some(medium) = medium_cache(cache) {
             (*cache).medium = core::ptr::null_mut();
             MediumCache::destroy(medium, &mut |block| router.add(block));
