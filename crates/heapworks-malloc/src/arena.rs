@@ -36,7 +36,8 @@ use crate::core_heap::CoreHeap;
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::size_class::{
-    area_of_list, class_of_usable, list_block_bytes, LISTS, MAX_CLASS, MIN_CLASS,
+    area_of_list, class_of_usable, list_block_bytes, medium_class_bytes, LISTS, MAX_CLASS,
+    MEDIUM_CLASSES, MIN_CLASS,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::tiny::{self, Slabs};
@@ -53,10 +54,13 @@ pub(crate) struct Backends {
 }
 
 /// The remote stacks of an arena: one per thread-cache list (indexed by list; those below
-/// `MIN_CLASS` unused), then [`REMOTE_MEDIUM`]'s.
-const REMOTE_STACKS: usize = LISTS + 1;
-/// The remote stack of medium blocks (those no thread-cache list holds).
-pub(crate) const REMOTE_MEDIUM: usize = LISTS;
+/// `MIN_CLASS` unused), then one per medium class (see [`medium_stack`]).
+const REMOTE_STACKS: usize = LISTS + MEDIUM_CLASSES;
+
+/// The remote stack of medium class `class`'s blocks.
+pub(crate) const fn medium_stack(class: usize) -> usize {
+    LISTS + class
+}
 
 /// One arena.
 pub(crate) struct Arena {
@@ -66,6 +70,11 @@ pub(crate) struct Arena {
     remote: [AtomicPtr<u8>; REMOTE_STACKS],
     /// About how many bytes wait on the remote stacks (counted before a push, so never less).
     remote_bytes: AtomicUsize,
+    /// Bit `s`: the owner took a batch off stack `s` since it last filed stacks (see
+    /// [`file_if_many`]). Written by the owner alone.
+    taken_from: [AtomicU64; REMOTE_STACKS.div_ceil(64)],
+    /// Waiting bytes at which the owner files the stacks it has not taken from.
+    file_at: AtomicUsize,
 }
 
 // SAFETY: the backends are reached only under the lock, the remote stacks by atomics.
@@ -80,6 +89,8 @@ static ARENAS: [Arena; MAX_ARENAS] = {
             }),
             remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
             remote_bytes: AtomicUsize::new(0),
+            taken_from: [const { AtomicU64::new(0) }; REMOTE_STACKS.div_ceil(64)],
+            file_at: AtomicUsize::new(REMOTE_FILE_AFTER),
         }
     }; MAX_ARENAS];
     let mut at = 0;
@@ -91,6 +102,8 @@ static ARENAS: [Arena; MAX_ARENAS] = {
             }),
             remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
             remote_bytes: AtomicUsize::new(0),
+            taken_from: [const { AtomicU64::new(0) }; REMOTE_STACKS.div_ceil(64)],
+            file_at: AtomicUsize::new(REMOTE_FILE_AFTER),
         };
         at += 1;
     }
@@ -121,6 +134,10 @@ pub(crate) fn claim(hint: usize) -> (usize, bool) {
             Ordering::Relaxed,
         ) {
             Ok(_) => {
+                // A thread that files an unowned arena's remote stacks does it under the lock,
+                // having checked that nobody owns it: once this lock is had, none is still at
+                // it, and none will start (see `pop_batch`).
+                drop(ARENAS[free].backends.lock());
                 bump(&COUNTERS.arenas_adopted);
                 return (free, true);
             }
@@ -154,10 +171,16 @@ pub(crate) fn keep_only(arena: Option<usize>) {
 /// blocks other threads freed into it meanwhile, since no owner will collect them.
 pub(crate) fn lock(arena: usize) -> SpinGuard<'static, Backends> {
     let mut guard = ARENAS[arena].backends.lock();
-    if !owned(arena) {
-        file_remote_all(arena, &mut guard);
-    }
+    file_if_unowned(arena, &mut guard);
     guard
+}
+
+/// Files `arena`'s remote stacks (its lock held, as `backends`) if nobody owns it: only then
+/// may a thread other than the owner take them (see [`pop_batch`]).
+fn file_if_unowned(arena: usize, backends: &mut Backends) {
+    if !owned(arena) {
+        file_remote_all(arena, backends);
+    }
 }
 
 /// Whether a live thread owns `arena` (never the starter arena).
@@ -165,10 +188,11 @@ fn owned(arena: usize) -> bool {
     arena != STARTER && CLAIMED.load(Ordering::Relaxed) & 1 << arena != 0
 }
 
-/// Takes `arena`'s remote stack `stack` (a thread-cache list, or [`REMOTE_MEDIUM`]) whole
+/// Takes `arena`'s remote stack `stack` (a thread-cache list's, or a medium class's) whole
 /// (null: empty), a stack of batches (see [`read_batch`]): its blocks are the caller's to
-/// reuse or file. The caller then says how many bytes it took ([`note_taken`]).
-pub(crate) fn take_remote(arena: usize, stack: usize) -> *mut u8 {
+/// reuse or file. Only the arena's owner calls this, or a thread holding its lock while
+/// nobody owns it.
+fn take_remote(arena: usize, stack: usize) -> *mut u8 {
     let remote = &ARENAS[arena].remote[stack];
     if remote.load(Ordering::Relaxed).is_null() {
         return core::ptr::null_mut();
@@ -176,30 +200,96 @@ pub(crate) fn take_remote(arena: usize, stack: usize) -> *mut u8 {
     remote.swap(core::ptr::null_mut(), Ordering::Acquire)
 }
 
-/// The bytes a block on remote stack `stack` counts for: its list's block size, or a medium
-/// block's usable size (the same when it is pushed and when it is taken).
-///
-/// # Safety
-/// `block` is a live block that joins list `stack`, or a medium block.
-pub(crate) unsafe fn stack_bytes(stack: usize, block: NonNull<u8>) -> usize {
-    if stack == REMOTE_MEDIUM {
-        // SAFETY: a medium block is a live core-heap block: its header is readable.
-        unsafe { crate::core_heap::usable_size(block) }
+/// Pops the top batch of `arena`'s remote stack `stack` if `fits` takes its length (a list's
+/// room, grown if it can be), counting its bytes taken. Only the arena's owner calls this:
+/// while it owns the arena no other thread takes batches (pushers only push; stacks are
+/// taken whole only by the owner, or under the lock while nobody owns the arena, and a
+/// claiming thread takes the lock once, see [`claim`]), so the top it read is still on the
+/// stack, its header unchanged, when the compare-and-swap meets it (no ABA).
+pub(crate) fn pop_batch(
+    arena: usize,
+    stack: usize,
+    mut fits: impl FnMut(u32) -> bool,
+) -> Option<RemoteBatch> {
+    let remote = &ARENAS[arena].remote[stack];
+    let mut head = remote.load(Ordering::Acquire);
+    loop {
+        let first = NonNull::new(head)?;
+        // SAFETY: `first` is on the stack, which only this thread removes from.
+        let (batch, next) = unsafe { read_batch(first) };
+        if !fits(batch.count) {
+            return None;
+        }
+        match remote.compare_exchange_weak(head, next, Ordering::Acquire, Ordering::Acquire) {
+            Ok(_) => {
+                note_taken(arena, batch.count as usize * stack_bytes(stack));
+                let taken = &ARENAS[arena].taken_from[stack / 64];
+                // The owner alone writes it: no read-modify-write needed.
+                let bits = taken.load(Ordering::Relaxed);
+                if bits & 1 << (stack % 64) == 0 {
+                    taken.store(bits | 1 << (stack % 64), Ordering::Relaxed);
+                }
+                return Some(batch);
+            }
+            Err(now) => head = now,
+        }
+    }
+}
+
+/// When more than the arena's bound of bytes wait on `arena`'s remote stacks, files those
+/// of the stacks the owner took no batch from since it last did (the lists and classes it no
+/// longer allocates from, whose stacks only grow), and sets the bound to twice what is left,
+/// at least [`REMOTE_FILE_AFTER`]: the stacks it does take from are its working set. Called
+/// by the owner, at a collection, with no lock held.
+pub(crate) fn file_if_many(arena: usize) {
+    let pending = &ARENAS[arena];
+    if pending.remote_bytes.load(Ordering::Relaxed) < pending.file_at.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut backends = pending.backends.lock();
+    let mut filed = 0;
+    for (word, taken) in pending.taken_from.iter().enumerate() {
+        let bits = taken.swap(0, Ordering::Relaxed);
+        for bit in 0..64 {
+            let stack = word * 64 + bit;
+            if (MIN_CLASS..REMOTE_STACKS).contains(&stack) && bits & 1 << bit == 0 {
+                // SAFETY: as in `file_remote_all`; the caller owns the arena.
+                filed += unsafe { backends.file_remote(stack, take_remote(arena, stack)) };
+            }
+        }
+    }
+    note_taken(arena, filed);
+    let left = pending.remote_bytes.load(Ordering::Relaxed);
+    pending
+        .file_at
+        .store(REMOTE_FILE_AFTER.max(2 * left), Ordering::Relaxed);
+}
+
+/// The bytes a block on remote stack `stack` counts for: its list's block size, or its medium
+/// class's (the same when it is pushed and when it is taken, and read from no block).
+pub(crate) const fn stack_bytes(stack: usize) -> usize {
+    if stack >= LISTS {
+        medium_class_bytes(stack - LISTS)
     } else {
         list_block_bytes(stack)
     }
 }
 
 /// Counts `bytes` taken off `arena`'s remote stacks.
-pub(crate) fn note_taken(arena: usize, bytes: usize) {
+fn note_taken(arena: usize, bytes: usize) {
     ARENAS[arena]
         .remote_bytes
         .fetch_sub(bytes, Ordering::Relaxed);
 }
 
 /// Files every block waiting on `arena`'s remote stacks into its backends (`backends`, the
-/// arena's, locked).
+/// arena's, locked). Only its owner calls this, or a thread holding its lock while nobody
+/// owns it.
 pub(crate) fn file_remote_all(arena: usize, backends: &mut Backends) {
+    // Counted before a push: nothing counted, nothing waits (and no stack needs a look).
+    if ARENAS[arena].remote_bytes.load(Ordering::Relaxed) == 0 {
+        return;
+    }
     let mut filed = 0;
     for stack in MIN_CLASS..REMOTE_STACKS {
         // SAFETY: the stack's blocks are this arena's, allocated, given up by their freeing
@@ -208,6 +298,11 @@ pub(crate) fn file_remote_all(arena: usize, backends: &mut Backends) {
     }
     note_taken(arena, filed);
 }
+
+/// Blocks of ours in one aligned span of `2^SAME_OWNER_SHIFT` bytes (a slab; an address-map
+/// granule is larger) have the same [`owner`].
+pub(crate) const SAME_OWNER_SHIFT: u32 = tiny::SLAB_SHIFT;
+const _: () = assert!(SAME_OWNER_SHIFT <= address_map::GRANULE_SHIFT);
 
 /// The arena a block of ours belongs to, and whether it is a slot: a slot's by its slab, a
 /// core-heap block's by the address map. `None` for an address in no arena's memory. Reads
@@ -267,15 +362,13 @@ pub(crate) unsafe fn read_batch(first: NonNull<u8>) -> (RemoteBatch, *mut u8) {
 /// Pushes the chain `first ..= last` of `count` blocks (at most [`REMOTE_BATCH_MAX`], linked
 /// through first words, `last`'s link about to be overwritten) of `bytes` bytes in all onto
 /// `arena`'s remote stack `stack` as a batch: every block joins the thread-cache list
-/// `stack` (or is a medium block, [`REMOTE_MEDIUM`]), and the owner that takes the stack when
-/// that list is empty splices each batch onto it reading three blocks, not every block. When
-/// more than [`REMOTE_FILE_AFTER`] bytes wait on the arena's stacks (an owner that no longer
-/// allocates does not take them), or the arena has no owner, and its lock is free, files
-/// them at once.
+/// `stack` (or medium class, [`medium_stack`]), and the owner that pops the stack's batches
+/// when that list is empty splices each onto it reading three blocks, not every block. When
+/// the arena has no owner and its lock is free, files them at once.
 ///
 /// # Safety
 /// Every block of the chain belongs to `arena`, is allocated in its backend's eyes, joins
-/// list `stack` (or is a medium block), and is given up by the caller.
+/// list or medium class `stack`, and is given up by the caller.
 pub(crate) unsafe fn push_remote(
     arena: usize,
     stack: usize,
@@ -287,7 +380,7 @@ pub(crate) unsafe fn push_remote(
     debug_assert!(count <= REMOTE_BATCH_MAX);
     let pending = &ARENAS[arena];
     // Counted first, so that an owner's `note_taken` never takes the count below zero.
-    let waiting = pending.remote_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+    pending.remote_bytes.fetch_add(bytes, Ordering::Relaxed);
     let remote = &pending.remote[stack];
     let mut head = remote.load(Ordering::Relaxed);
     // SAFETY: the chain's blocks are the caller's to link and write.
@@ -321,15 +414,16 @@ pub(crate) unsafe fn push_remote(
     bump(&COUNTERS.remote_pushes);
     // An abandoned arena, or the starter one, has nobody to collect: its memory serves again
     // only once filed.
-    if !owned(arena) || waiting >= REMOTE_FILE_AFTER {
+    if !owned(arena) {
         if let Some(mut guard) = pending.backends.try_lock() {
-            file_remote_all(arena, &mut guard);
+            file_if_unowned(arena, &mut guard);
         }
     }
 }
 
-/// Bytes waiting on an arena's remote stacks past which a pushing thread files them itself,
-/// if the arena's lock is free: bounds what an idle owner's arena holds unusable.
+/// Bytes waiting on an arena's remote stacks past which its owner files those it does not
+/// take from (see [`file_if_many`]): bounds what the stacks of lists it no longer allocates
+/// from hold unusable.
 const REMOTE_FILE_AFTER: usize = 2 << 20;
 
 /// Runs `each` on every arena in turn, under its lock (never two at once).
@@ -391,8 +485,8 @@ impl Backends {
     /// their bytes as the stack counts them ([`stack_bytes`]).
     ///
     /// # Safety
-    /// As for [`Backends::file_all`], for every batch's blocks, which join list `stack` (or
-    /// are medium blocks).
+    /// As for [`Backends::file_all`], for every batch's blocks, which join list or medium
+    /// class `stack`.
     unsafe fn file_remote(&mut self, stack: usize, mut batches: *mut u8) -> usize {
         let mut bytes = 0;
         while let Some(first) = NonNull::new(batches) {
@@ -403,7 +497,7 @@ impl Backends {
                 let mut head = batch.first.as_ptr();
                 while let Some(block) = NonNull::new(head) {
                     head = link::next(block);
-                    bytes += stack_bytes(stack, block);
+                    bytes += stack_bytes(stack);
                     self.file(block);
                 }
                 crate::stats::add(&COUNTERS.remote_filed, batch.count as usize);

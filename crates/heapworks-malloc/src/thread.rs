@@ -65,7 +65,8 @@ use crate::link;
 use crate::medium::MediumCache;
 use crate::size_class::{
     area_of_list, class_of_request, class_of_usable, is_slot_list, list_block_bytes, list_of_area,
-    list_offset, request_of_class, slot_area, slot_list, LISTS, LIST_ENTRY_BYTES, MAX_CLASS,
+    list_offset, medium_class_bytes, medium_class_of_request, medium_class_of_usable,
+    request_of_class, slot_area, slot_list, LISTS, LIST_ENTRY_BYTES, MAX_CLASS, MEDIUM_CLASSES,
     MIN_CLASS,
 };
 use crate::stats::{bump, COUNTERS};
@@ -291,11 +292,14 @@ pub(crate) fn pop_slow(class: usize) -> Option<NonNull<u8>> {
 }
 
 /// Takes the blocks other threads freed into the calling thread's own arena for list `list`
-/// (one exchange of the list's remote stack, no lock) onto that list: each batch spliced in
-/// O(1) while the list has room for it (its limit grown within the budget), any other filed
-/// in the arena under its lock. Returns whether any block joined the list. This is how a
-/// producer gets back what its consumers free: into the list it allocates from, not through
-/// its arena.
+/// onto that list, no lock taken: the batches on top of the list's remote stack, one
+/// compare-and-swap each, while the list has room for them (its limit grown within the
+/// budget), each spliced in O(1); the others wait for the list's next collection. A batch
+/// too long for the list even when it is empty (a thread's flush of a list grown longer) is
+/// taken all the same, as much as the list holds, the rest filed in the arena: a batch left
+/// on top would keep every one below from the list. Returns whether any block joined it.
+/// This is how a producer gets back what its consumers free: into the list it allocates
+/// from, not through its arena.
 ///
 /// # Safety
 /// `cache` is the calling thread's live cache; `list` is a valid list.
@@ -307,77 +311,73 @@ unsafe fn collect_list(cache: *mut ThreadCache, list: usize) -> bool {
             return false;
         }
         let arena = (*cache).arena;
-        let mut batches = arena::take_remote(arena, list);
-        if batches.is_null() {
-            return false;
-        }
         let bin = bin(list);
-        let (mut taken, mut kept, mut rest) = (0, 0, core::ptr::null_mut());
-        while let Some(first) = NonNull::new(batches) {
-            let (batch, next) = arena::read_batch(first);
-            batches = next;
-            taken += batch.count as usize;
-            while (*bin).room < batch.count && grow_limit(cache, list) {}
-            if (*bin).room >= batch.count {
+        let mut kept = 0;
+        let fits = move |count| {
+            while (*bin).room < count && grow_limit(cache, list) {}
+            (*bin).room >= count || (*bin).head.is_null()
+        };
+        while let Some(batch) = arena::pop_batch(arena, list, fits) {
+            if batch.count <= (*bin).room {
                 link::set(batch.last, (*bin).head);
                 (*bin).head = batch.first.as_ptr();
                 (*bin).room -= batch.count;
                 kept += batch.count;
-            } else {
-                link::set(batch.last, rest);
-                rest = batch.first.as_ptr();
+                continue;
             }
-        }
-        arena::note_taken(arena, taken * list_block_bytes(list));
-        crate::stats::add(&COUNTERS.remote_batches_taken, kept as usize);
-        if !rest.is_null() {
+            // The list is empty and shorter than the batch: it takes the batch's first
+            // blocks, the others are filed.
+            let room = (*bin).room;
+            let rest = if room == 0 {
+                batch.first.as_ptr()
+            } else {
+                let mut last = batch.first;
+                for _ in 1..room {
+                    last = NonNull::new_unchecked(link::next(last));
+                }
+                let rest = link::next(last);
+                link::set(last, core::ptr::null_mut());
+                (*bin).head = batch.first.as_ptr();
+                (*bin).room = 0;
+                kept += room;
+                rest
+            };
             with_arena_at(arena, |arena| arena.file_all(rest));
+            break;
         }
+        crate::stats::add(&COUNTERS.remote_batches_taken, kept as usize);
+        arena::file_if_many(arena);
         kept > 0
     }
 }
 
-/// Takes the medium blocks other threads freed into the calling thread's own arena (one
-/// exchange, no lock) into its medium cache while it holds them; the rest are filed in the
-/// arena under its lock. Returns whether any block was taken.
+/// Takes the blocks of medium class `class` other threads freed into the calling thread's own
+/// arena into its medium cache, as [`collect_list`] takes a list's: the batches on top of the
+/// class's remote stack while the cache holds them. Returns whether any block joined it.
 ///
 /// # Safety
 /// `cache` is the calling thread's live cache.
-unsafe fn collect_medium(cache: *mut ThreadCache) -> bool {
-    // SAFETY: the cache is this thread's; the blocks taken are its arena's medium blocks,
-    // given up.
+unsafe fn collect_medium(cache: *mut ThreadCache, class: usize) -> bool {
+    // SAFETY: the cache is this thread's; the blocks taken are its arena's, of `class`, given
+    // up.
     unsafe {
-        if !(*cache).owns_arena {
+        let Some(mut medium) = medium_cache(cache).filter(|_| (*cache).owns_arena) else {
+            return false;
+        };
+        if config::secure() {
             return false;
         }
         let arena = (*cache).arena;
-        let mut batches = arena::take_remote(arena, arena::REMOTE_MEDIUM);
-        if batches.is_null() {
-            return false;
+        let medium = medium.as_mut();
+        let mut kept = false;
+        while let Some(batch) = arena::pop_batch(arena, arena::medium_stack(class), |count| {
+            medium.has_room(class, count)
+        }) {
+            medium.splice(class, batch.first, batch.last, batch.count);
+            kept = true;
         }
-        let (mut bytes, mut rest) = (0, core::ptr::null_mut());
-        while let Some(first) = NonNull::new(batches) {
-            let (batch, next) = arena::read_batch(first);
-            batches = next;
-            let mut head = batch.first.as_ptr();
-            while let Some(block) = NonNull::new(head) {
-                head = link::next(block);
-                let usable = core_heap::usable_size(block);
-                bytes += usable;
-                let kept = !config::secure()
-                    && medium_cache(cache)
-                        .is_some_and(|mut medium| medium.as_mut().push(block, usable));
-                if !kept {
-                    link::set(block, rest);
-                    rest = block.as_ptr();
-                }
-            }
-        }
-        arena::note_taken(arena, bytes);
-        if !rest.is_null() {
-            with_arena_at(arena, |arena| arena.file_all(rest));
-        }
-        true
+        arena::file_if_many(arena);
+        kept
     }
 }
 
@@ -682,21 +682,24 @@ pub(crate) fn pop_medium(size: usize) -> Option<NonNull<u8>> {
 }
 
 /// A medium request the medium cache's fast path could not serve: the cache again after
-/// collecting the blocks other threads freed into the arena, else the arena's core heap.
+/// collecting the blocks of its class other threads freed into the arena, else a block of
+/// its class's bytes from the arena's core heap.
 pub(crate) fn allocate_medium(size: usize) -> Option<NonNull<u8>> {
+    let class = medium_class_of_request(size);
+    let bytes = medium_class_bytes(class);
     if let Some(cache) = live_cache() {
         // SAFETY: the cache is this thread's and live.
         unsafe {
-            if collect_medium(cache) {
+            if collect_medium(cache, class) {
                 if let Some(block) = pop_medium(size) {
                     return Some(block);
                 }
             }
-            note_taken(cache, size);
+            note_taken(cache, bytes);
         }
     }
     bump(&COUNTERS.medium_from_core);
-    allocate_core(Layout::from_size_align(size, heapworks::GRANULE).ok()?)
+    allocate_core(Layout::from_size_align(bytes, heapworks::GRANULE).ok()?)
 }
 
 /// The medium cache of `cache`, if it has one.
@@ -880,17 +883,19 @@ impl Router {
     /// # Safety
     /// `block` is a live block of this allocator (not a large one) that the caller gives up.
     unsafe fn add(&mut self, block: NonNull<u8>) {
-        let Some((arena, _)) = arena::owner(block) else {
-            fault::invalid_pointer("free", block.as_ptr());
-        };
+        let (arena, _) = owner_of(block);
         // SAFETY: the block is ours to link, and live: its header is readable.
         unsafe {
             if arena == self.own {
-                return self.mine.add(block);
+                return self.mine.add(block, block, 1);
             }
-            let stack = list_of_block(block).unwrap_or(arena::REMOTE_MEDIUM);
-            self.chains
-                .add(arena, stack, block, arena::stack_bytes(stack, block));
+            let stack = match list_of_block(block) {
+                Some(list) => list,
+                None => arena::medium_stack(
+                    medium_class_of_usable(core_heap::usable_size(block)).min(MEDIUM_CLASSES - 1),
+                ),
+            };
+            self.chains.add(arena, stack, block, block, 1);
         }
     }
 
@@ -946,24 +951,32 @@ impl Chains {
         }
     }
 
-    /// Adds `block` (of `bytes` bytes, see [`arena::stack_bytes`]) to the chain of `arena`'s
-    /// remote stack `stack`.
+    /// Adds the `len` blocks linked from `first` to `last` (whose link is overwritten) to the
+    /// chain of `arena`'s remote stack `stack`.
     ///
     /// # Safety
-    /// `block` is a live block of `arena` that joins list `stack` (or a medium block), given
-    /// up by the caller.
+    /// The blocks are live blocks of `arena` that join list or medium class `stack`, given up
+    /// by the caller.
     #[inline(always)]
-    unsafe fn add(&mut self, arena: usize, stack: usize, block: NonNull<u8>, bytes: usize) {
-        // SAFETY: the block is ours to link.
+    unsafe fn add(
+        &mut self,
+        arena: usize,
+        stack: usize,
+        first: NonNull<u8>,
+        last: NonNull<u8>,
+        len: u32,
+    ) {
+        let bytes = len as usize * arena::stack_bytes(stack);
+        // SAFETY: the blocks are ours to link.
         unsafe {
             if let Some(chain) = self.chains[..self.open].iter_mut().find(|chain| {
                 chain.arena == arena
                     && chain.stack == stack
-                    && chain.count < arena::REMOTE_BATCH_MAX
+                    && chain.count + len <= arena::REMOTE_BATCH_MAX
             }) {
-                link::set(block, chain.first);
-                chain.first = block.as_ptr();
-                chain.count += 1;
+                link::set(last, chain.first);
+                chain.first = first.as_ptr();
+                chain.count += len;
                 chain.bytes += bytes;
                 return;
             }
@@ -975,9 +988,9 @@ impl Chains {
         self.chains[self.open] = Chain {
             arena,
             stack,
-            first: block.as_ptr(),
-            last: block.as_ptr(),
-            count: 1,
+            first: first.as_ptr(),
+            last: last.as_ptr(),
+            count: len,
             bytes,
         };
         self.open += 1;
@@ -1249,37 +1262,43 @@ unsafe fn grow_limit(cache: *mut ThreadCache, class: usize) -> bool {
 /// `class` is a valid class whose list is the calling thread's.
 unsafe fn flush(class: usize, count: u32) {
     let own = thread_arena();
-    let block_bytes = block_bytes(class);
     let mut own_slots = Run::EMPTY;
     let mut own_core = Run::EMPTY;
     let mut chains = Chains::new();
     // SAFETY: the list is this thread's, and its blocks are live blocks of `class`, linked
-    // through their first words; each is given up as it is cut.
+    // through their first words; each run is given up as it is cut.
     unsafe {
         let bin = bin(class);
         let mut at = (*bin).head;
-        let mut taken = 0;
-        while taken < count {
-            let Some(block) = NonNull::new(at) else {
-                break;
-            };
-            at = link::next(block);
-            taken += 1;
-            let Some((arena, slot)) = arena::owner(block) else {
-                fault::invalid_pointer("free", block.as_ptr());
-            };
-            if arena != own {
-                chains.add(arena, class, block, block_bytes);
-            } else if slot {
-                own_slots.add(block);
-            } else {
-                own_core.add(block);
+        let (mut taken, mut kept) = (0, 0);
+        // A run: blocks in a row on the list of one arena and kind (slot or not), still
+        // linked as the list links them, so sorting them writes one link a run, not a block.
+        while let Some(first) = NonNull::new(at).filter(|_| taken < count) {
+            let owner = owner_of(first);
+            let (mut last, mut len) = (first, 1);
+            at = link::next(first);
+            while let Some(next) = NonNull::new(at).filter(|_| taken + len < count) {
+                let near =
+                    (next.as_ptr().addr() ^ last.as_ptr().addr()) >> arena::SAME_OWNER_SHIFT == 0;
+                if !near && owner_of(next) != owner {
+                    break;
+                }
+                (last, len) = (next, len + 1);
+                at = link::next(next);
+            }
+            taken += len;
+            match owner {
+                (arena, _) if arena != own => chains.add(arena, class, first, last, len),
+                (_, true) => own_slots.add(first, last, len),
+                (_, false) => own_core.add(first, last, len),
+            }
+            if owner.0 == own {
+                kept += len;
             }
         }
         (*bin).head = at;
         (*bin).room += taken;
         chains.push_all();
-        let kept = own_slots.count + own_core.count;
         (*bin).sends_away = kept < taken - kept;
         if kept > 0 {
             with_arena_at(own, |arena| {
@@ -1294,7 +1313,7 @@ unsafe fn flush(class: usize, count: u32) {
                         class,
                         NonNull::new_unchecked(own_core.head),
                         own_core.count,
-                        block_bytes,
+                        block_bytes(class),
                     );
                 if !batched {
                     release_list(&mut arena.core, &mut { own_core.head }, own_core.count);
@@ -1303,6 +1322,16 @@ unsafe fn flush(class: usize, count: u32) {
         }
     }
     bump(&COUNTERS.flushes);
+}
+
+/// The arena of a block on the way out of a thread's cache, and whether it is a slot; a
+/// pointer in no arena's memory (a foreign pointer passed to `free`) is reported.
+#[inline(always)]
+fn owner_of(block: NonNull<u8>) -> (usize, bool) {
+    match arena::owner(block) {
+        Some(owner) => owner,
+        None => fault::invalid_pointer("free", block.as_ptr()),
+    }
 }
 
 /// A list of blocks linked through their first words, null-terminated, and its length.
@@ -1317,16 +1346,17 @@ impl Run {
         count: 0,
     };
 
-    /// Puts `block` at the front.
+    /// Puts the `len` blocks linked from `first` to `last` (whose link is overwritten) at the
+    /// front.
     ///
     /// # Safety
-    /// `block` is the caller's to link.
+    /// The blocks are the caller's to link.
     #[inline(always)]
-    unsafe fn add(&mut self, block: NonNull<u8>) {
+    unsafe fn add(&mut self, first: NonNull<u8>, last: NonNull<u8>, len: u32) {
         // SAFETY: forwarded from the caller.
-        unsafe { link::set(block, self.head) };
-        self.head = block.as_ptr();
-        self.count += 1;
+        unsafe { link::set(last, self.head) };
+        self.head = first.as_ptr();
+        self.count += len;
     }
 }
 

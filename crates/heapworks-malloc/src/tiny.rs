@@ -99,7 +99,7 @@ use crate::stats::{bump, COUNTERS};
 /// spread over 51 classes); the seed scripts' classes (about 900 blocks each) open within
 /// their first 120 blocks, and python3's, gcc's and cargo's busiest few open too.
 pub(crate) const PROMOTE_AFTER_BYTES: usize = 16 << 10;
-const SLAB_SHIFT: u32 = 14;
+pub(crate) const SLAB_SHIFT: u32 = 14;
 /// A slab's bytes (16 KiB): what is emptied and given back at a time, and what every arena
 /// starts per slot size it uses, so small: a thread's least cost per class (TUNING.md).
 const SLAB_BYTES: usize = 1 << SLAB_SHIFT;
