@@ -20,11 +20,18 @@
  * ITERATIONS. Build with -fno-ipa-icf so that the warm and measured twins stay apart.
  *
  * `sizes` prints one line per size, `<n> <ns per iteration>`; blocks of 5 MB and more take a
- * hundredth of ITERATIONS (at least 10). */
+ * hundredth of ITERATIONS (at least 10).
+ *
+ *   driver large STEPS                 malloc-large's pattern: 20 blocks live, each step
+ *                                      frees a random one and allocates 5 to 25 MiB there,
+ *                                      writing a byte of every page; prints `ns <per step>`,
+ *                                      `faults <minor faults per step>` and `system_ns <system
+ *                                      time per step>` (getrusage) */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #define LIVE 1000
@@ -115,12 +122,44 @@ static void sizes(long iterations) {
     }
 }
 
+#define LARGE_LIVE 20
+
+static void large(long steps) {
+    static char *live[LARGE_LIVE];
+    unsigned long long state = 0x9E3779B97F4A7C15ull;
+    struct rusage before, after;
+    getrusage(RUSAGE_SELF, &before);
+    double start = now_ns();
+    for (long i = 0; i < steps; i++) {
+        state = state * 6364136223846793005ull + 1442695040888963407ull;
+        int slot = (int)((state >> 33) % LARGE_LIVE);
+        size_t n = (5u << 20) + (size_t)((state >> 13) % (20u << 20));
+        free(live[slot]);
+        char *p = malloc(n);
+        if (!p) abort();
+        for (size_t at = 0; at < n; at += 4096) p[at] = (char)i;
+        live[slot] = p;
+    }
+    double elapsed = now_ns() - start;
+    getrusage(RUSAGE_SELF, &after);
+    for (int slot = 0; slot < LARGE_LIVE; slot++) free(live[slot]);
+    double system_ns = (after.ru_stime.tv_sec - before.ru_stime.tv_sec) * 1e9 +
+                       (after.ru_stime.tv_usec - before.ru_stime.tv_usec) * 1e3;
+    printf("ns %.0f\nfaults %.1f\nsystem_ns %.0f\n", elapsed / steps,
+           (double)(after.ru_minflt - before.ru_minflt) / steps, system_ns / steps);
+}
+
 int main(int argc, char **argv) {
     if (argc == 4 && !strcmp(argv[1], "counts") && !counts(argv[2], atol(argv[3]))) return 0;
     if (argc == 3 && !strcmp(argv[1], "sizes")) {
         sizes(atol(argv[2]));
         return 0;
     }
-    fprintf(stderr, "usage: driver counts live1000|pingpong|realloc16 N | driver sizes N\n");
+    if (argc == 3 && !strcmp(argv[1], "large")) {
+        large(atol(argv[2]));
+        return 0;
+    }
+    fprintf(stderr,
+            "usage: driver counts live1000|pingpong|realloc16 N | driver sizes N | driver large N\n");
     return 2;
 }

@@ -60,7 +60,10 @@ heapworks_bench::registry! {
         Sizes = (
             "malloc_sizes",
             "free(malloc(n)) in a loop, ns per iteration, n = 50 B … 50 MB (seed 004's \
-             table); the blocks are not touched"
+             table; the blocks are not touched), and malloc-large's pattern: 20 blocks of \
+             5–25 MiB live, each step freeing one and allocating another there with a byte \
+             of every page written (time, minor page faults and system time per step, \
+             from getrusage)"
         ),
         /// Two threads: producer/consumer and mixed sizes.
         Threads = (
@@ -238,7 +241,8 @@ fn plan(
         match workload {
             MallocWorkload::Instructions => tasks.push(counts::task(&programs.driver, scratch)),
             MallocWorkload::Sizes => {
-                tasks.push(timed::sizes_task(config, &programs.driver, scratch))
+                tasks.push(timed::sizes_task(config, &programs.driver, scratch));
+                tasks.push(timed::large_task(config, &programs.driver, scratch));
             }
             MallocWorkload::Threads => {
                 tasks.extend(timed::threads_tasks(config, &programs.threads, scratch))

@@ -99,6 +99,16 @@ fn size_labels_and_driver_output() {
 }
 
 #[test]
+fn large_blocks_output() {
+    assert_eq!(
+        timed::parse_large("ns 2000000\nfaults 263.5\nsystem_ns 500000\n"),
+        Ok(vec![2000.0, 263.5, 500.0])
+    );
+    assert!(timed::parse_large("ns 0\nfaults 1\nsystem_ns 1\n").is_err());
+    assert!(timed::parse_large("ns 5\n").is_err());
+}
+
+#[test]
 fn fields_of_program_output() {
     assert_eq!(
         process::field("requests 5 live 0\nns 1200\n", "ns"),
@@ -359,6 +369,7 @@ fn the_c_programs_run_and_report_sane_numbers() {
     let mut tasks = vec![
         counts::task(&programs.driver, &dir),
         timed::sizes_task(&config, &programs.driver, &dir),
+        timed::large_task(&config, &programs.driver, &dir),
     ];
     tasks.extend(timed::threads_tasks(&config, &programs.threads, &dir));
     tasks.extend(real::trace_tasks(&config, &programs, &dir).unwrap());

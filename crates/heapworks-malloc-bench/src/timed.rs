@@ -1,5 +1,7 @@
 //! The timed C workloads: `free(malloc(n))` in a loop for n = 50 B … 50 MB (seed 004's
-//! table), and two threads, producer/consumer and mixed sizes (`threads.c`).
+//! table), malloc-large's pattern (20 blocks of 5 to 25 MiB live, each step replacing one and
+//! writing a byte of each of its pages: time, page faults and system time per step), and two
+//! threads, producer/consumer and mixed sizes (`threads.c`).
 //!
 //! A two-thread trial measures the allocator only while both threads have a CPU each: on a
 //! machine with two, another process running meanwhile halves what a malloc that scales gets
@@ -88,6 +90,46 @@ pub fn parse_sizes(stdout: &str) -> Result<Vec<f64>, String> {
         return Err(format!("the driver printed sizes {sizes:?}"));
     }
     Ok(values.into_iter().map(|(_, ns)| ns).collect())
+}
+
+const LARGE_STEP: MetricSpec = MetricSpec::primary("step", "µs", Better::Lower);
+const LARGE_FAULTS: MetricSpec = MetricSpec::primary("page faults", "per step", Better::Lower);
+const LARGE_SYSTEM: MetricSpec = MetricSpec::primary("system time", "µs/step", Better::Lower);
+
+/// malloc-large's pattern: `driver large STEPS` per trial.
+pub fn large_task(config: &Config, driver: &Path, scratch: &Path) -> Task {
+    let steps: u64 = config.pick(20, 200, 500);
+    let check = driver_check(driver, scratch);
+    let driver = driver.to_path_buf();
+    let case = "5–25 MiB blocks, 20 live";
+    Task {
+        workload: MallocWorkload::Sizes,
+        label: case.into(),
+        outputs: vec![
+            Output::new(case, LARGE_STEP),
+            Output::new(case, LARGE_FAULTS),
+            Output::new(case, LARGE_SYSTEM),
+        ],
+        deterministic: false,
+        check: Some(check),
+        run: Box::new(move |library, _seed| {
+            let mut command = Command::new(&driver);
+            command.args(["large", &steps.to_string()]);
+            parse_large(&process::run(library.apply(&mut command))?.stdout)
+        }),
+    }
+}
+
+/// The driver's `ns`, `faults` and `system_ns` lines: µs per step, faults per step, system
+/// µs per step.
+pub fn parse_large(stdout: &str) -> Result<Vec<f64>, String> {
+    let field = |key| process::field(stdout, key);
+    match (field("ns"), field("faults"), field("system_ns")) {
+        (Some(ns), Some(faults), Some(system)) if ns > 0.0 => {
+            Ok(vec![ns / 1e3, faults, system / 1e3])
+        }
+        _ => Err(format!("unexpected output: {}", stdout.trim())),
+    }
 }
 
 /// The two-thread workloads, each time-boxed to the run's trial duration.

@@ -3,7 +3,7 @@
 //! Invariants: every request is routed by size: up to `SLOT_MAX_REQUEST` bytes to a tiny slot
 //! (see [`crate::tiny`]) through the calling thread's cache, up to `SMALL_MAX_REQUEST` bytes
 //! through the calling thread's cache (a core block, or a slot once the class is promoted), up
-//! to [`LARGE_MIN`] bytes through its medium cache to the central heap, above that to a page
+//! to [`LARGE_MIN`] bytes through its medium cache to the core heap, above that to a page
 //! mapping of its own. Slots are told by their address (below [`tiny::end`], which `free`
 //! checks instead of NULL), other blocks by the word before them (see [`crate::large`]).
 //! Failures return NULL with errno `ENOMEM` (impossible sizes, no memory) or `EINVAL` (bad
@@ -15,19 +15,20 @@ use core::ptr::{null_mut, NonNull};
 
 use heapworks::GRANULE;
 
-use crate::central;
+use crate::address_map;
 use crate::config;
+use crate::core_heap;
 use crate::fault;
 use crate::large;
 use crate::os::{self, PAGE};
 use crate::secure;
 use crate::size_class::{
     class_of_request, class_of_usable, list_offset_of_request, slot_class_of_request, MAX_CLASS,
-    SLOT_AREAS, SMALL_MAX_REQUEST,
+    SLOT_AREAS, SLOT_CLASSES, SLOT_MAX_REQUEST, SMALL_MAX_REQUEST,
 };
 use crate::stats::{bump, COUNTERS};
-use crate::tcache;
-use crate::tiny::{self, SLOT_CLASSES, SLOT_MAX_REQUEST};
+use crate::thread;
+use crate::tiny;
 
 /// The largest request that can succeed (glibc's limit too: `PTRDIFF_MAX`).
 const MAX_REQUEST: usize = isize::MAX as usize;
@@ -42,11 +43,11 @@ const SHRINK_SLACK: usize = 256;
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
     if size <= SMALL_MAX_REQUEST {
         // SAFETY: the list of a small request is a valid list.
-        if let Some(block) = unsafe { tcache::pop_at(list_offset_of_request(size)) } {
+        if let Some(block) = unsafe { thread::pop_at(list_offset_of_request(size)) } {
             return block.as_ptr().cast();
         }
     }
@@ -58,26 +59,17 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 #[inline(never)]
 extern "C" fn allocate_slow(size: usize) -> *mut c_void {
     let block = if size <= SLOT_MAX_REQUEST {
-        tcache::pop_slot(slot_class_of_request(size))
+        thread::pop_slot(slot_class_of_request(size))
     } else if size <= SMALL_MAX_REQUEST {
-        tcache::pop_slow(class_of_request(size))
+        thread::pop_slow(class_of_request(size))
     } else if size <= LARGE_MIN {
-        tcache::pop_medium(size).or_else(|| allocate_medium_central(size))
+        thread::pop_medium(size).or_else(|| thread::allocate_medium(size))
     } else if size <= MAX_REQUEST {
-        allocate_large(size, GRANULE).map(|large| large.ptr)
+        thread::allocate_large(size, GRANULE).map(|large| large.ptr)
     } else {
         None
     };
     out_of_memory_if_none(block)
-}
-
-/// A large block; when the kernel refuses its mapping, the address space reserved but unused
-/// is given back (see [`central::make_room`]) and it is tried once more.
-fn allocate_large(size: usize, align: usize) -> Option<large::LargeBlock> {
-    large::allocate(size, align).or_else(|| {
-        central::make_room();
-        large::allocate(size, align)
-    })
 }
 
 /// The block's pointer, or NULL with errno `ENOMEM`.
@@ -91,22 +83,15 @@ fn out_of_memory_if_none(block: Option<NonNull<u8>>) -> *mut c_void {
     }
 }
 
-/// A medium request the thread's medium cache could not serve.
-fn allocate_medium_central(size: usize) -> Option<NonNull<u8>> {
-    bump(&COUNTERS.medium_from_central);
-    allocate_central(size, GRANULE)
-}
-
-fn allocate_central(size: usize, align: usize) -> Option<NonNull<u8>> {
-    let layout = Layout::from_size_align(size, align).ok()?;
-    central::lock().allocate(layout)
+fn allocate_in_core(size: usize, align: usize) -> Option<NonNull<u8>> {
+    thread::allocate_core(Layout::from_size_align(size, align).ok()?)
 }
 
 /// Frees a block from any function of this family; NULL is ignored. Keeps errno.
 ///
 /// # Safety
 /// `ptr` is NULL or a live block of this allocator, not used after this call.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
     if ptr.addr() < tiny::end() {
         // SAFETY: forwarded from the caller.
@@ -133,11 +118,11 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
     if area < SLOT_CLASSES {
         // SAFETY: a pointer in a slot area is not NULL, and one the caller frees is a live
         // slot of that area.
-        return unsafe { tcache::push_slot(NonNull::new_unchecked(ptr), area) };
+        return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
     }
     if area < SLOT_AREAS {
         // SAFETY: as above.
-        return unsafe { tcache::push_slot(NonNull::new_unchecked(ptr), area) };
+        return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
     }
     let Some(block) = NonNull::new(ptr) else {
         return;
@@ -146,7 +131,7 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
     unsafe { free_with_header(block) }
 }
 
-/// `free` of a block with a header word: a central-heap block or a large one.
+/// `free` of a block with a header word: a core-heap block or a large one.
 ///
 /// # Safety
 /// `block` is a live block of this allocator other than a slot, not used after this call.
@@ -157,11 +142,11 @@ unsafe fn free_with_header(block: NonNull<u8>) {
         if large::is_large(block) {
             return free_large(block);
         }
-        let class = class_of_usable(central::usable_size(block));
+        let class = class_of_usable(core_heap::usable_size(block));
         if class > MAX_CLASS {
             return free_medium(block);
         }
-        if !tcache::push(block, class) {
+        if !thread::push(block, class) {
             free_small_slow(block);
         }
     }
@@ -171,42 +156,42 @@ unsafe fn free_with_header(block: NonNull<u8>) {
 /// class again rather than taking it, which keeps `free`'s fast path shorter.
 ///
 /// # Safety
-/// `block` is a live small central-heap block, not used after this call.
+/// `block` is a live small core-heap block, not used after this call.
 #[inline(never)]
 unsafe extern "C" fn free_small_slow(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
-    unsafe { tcache::push_slow(block, class_of_usable(central::usable_size(block))) }
+    unsafe { thread::push_slow(block, class_of_usable(core_heap::usable_size(block))) }
 }
 
 /// # Safety
-/// `block` is a live central-heap block above the small classes, not used after this call.
+/// `block` is a live core-heap block above the small classes, not used after this call.
 #[inline(never)]
 unsafe extern "C" fn free_medium(block: NonNull<u8>) {
-    if !central::holds(block) {
+    if address_map::owner(block.as_ptr().addr()).is_none() {
         fault::invalid_pointer("free", block.as_ptr());
     }
-    // SAFETY: the block lies in the central heap's span: its header word is readable.
-    if unsafe { central::usable_size(block) } > 2 * LARGE_MIN {
+    // SAFETY: the block lies in the core heap's span: its header word is readable.
+    if unsafe { core_heap::usable_size(block) } > 2 * LARGE_MIN {
         // No medium block is that large: the header was overwritten (an overflow from the
         // block before, or an interior pointer's "header" is the program's data).
         fault::corrupted("free", block.as_ptr());
     }
-    // SAFETY: the block is, or was, a central-heap block (the caller's promise; the span
+    // SAFETY: the block is, or was, a core-heap block (the caller's promise; the span
     // check above rules out most other pointers), and the heap's regions are never given up.
     if !unsafe { heapworks::Heap::looks_live(block) } {
         // SAFETY: as above: its header is readable.
-        fault::double_free(block.as_ptr(), unsafe { central::usable_size(block) });
+        fault::double_free(block.as_ptr(), unsafe { core_heap::usable_size(block) });
     }
     if config::secure() {
         // SAFETY: forwarded from the caller.
         if let Some((evicted, bytes)) = unsafe { secure::free(block) } {
             // SAFETY: the block left the quarantine, checked.
-            unsafe { tcache::release_evicted(evicted, bytes) };
+            unsafe { thread::release_evicted(evicted, bytes) };
         }
         return;
     }
     // SAFETY: forwarded from the caller.
-    unsafe { tcache::push_medium(block, central::usable_size(block)) }
+    unsafe { thread::push_medium(block, core_heap::usable_size(block)) }
 }
 
 /// # Safety
@@ -214,14 +199,14 @@ unsafe extern "C" fn free_medium(block: NonNull<u8>) {
 #[inline(never)]
 unsafe extern "C" fn free_large(block: NonNull<u8>) {
     // SAFETY: forwarded from the caller.
-    unsafe { large::free(block) }
+    unsafe { thread::free_large(block) }
 }
 
 /// C23's `free_sized`: frees `ptr` (the size is not needed).
 ///
 /// # Safety
 /// As for [`free`].
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn free_sized(ptr: *mut c_void, _size: usize) {
     // SAFETY: forwarded from the caller.
     unsafe { free(ptr) }
@@ -231,7 +216,7 @@ pub unsafe extern "C" fn free_sized(ptr: *mut c_void, _size: usize) {
 ///
 /// # Safety
 /// As for [`free`].
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn free_aligned_sized(ptr: *mut c_void, _alignment: usize, _size: usize) {
     // SAFETY: forwarded from the caller.
     unsafe { free(ptr) }
@@ -241,7 +226,7 @@ pub unsafe extern "C" fn free_aligned_sized(ptr: *mut c_void, _alignment: usize,
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
     let Some(total) = count
         .checked_mul(size)
@@ -251,7 +236,7 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
         return null_mut();
     };
     if total > LARGE_MIN {
-        let block = allocate_large(total, GRANULE);
+        let block = thread::allocate_large(total, GRANULE);
         if let Some(large) = &block {
             if !large.zeroed {
                 // SAFETY: the block holds `total` bytes.
@@ -277,7 +262,7 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
 /// be had, holds at least as much as the slot.)
 #[inline(always)]
 fn calloc_slot(slot_class: usize) -> *mut c_void {
-    let Some(block) = tcache::pop_slot(slot_class) else {
+    let Some(block) = thread::pop_slot(slot_class) else {
         return out_of_memory_if_none(None);
     };
     let granules = block.cast::<u128>();
@@ -297,7 +282,7 @@ fn calloc_slot(slot_class: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `ptr` is NULL or a live block of this allocator; on success it is not used again.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         // SAFETY: plain allocation.
@@ -350,10 +335,10 @@ unsafe fn realloc_slot(block: NonNull<u8>, usable: usize, size: usize) -> *mut c
 }
 
 /// # Safety
-/// `block` is a live central-heap block; `0 < size <= MAX_REQUEST`.
+/// `block` is a live core-heap block; `0 < size <= MAX_REQUEST`.
 unsafe fn realloc_heap_block(block: NonNull<u8>, size: usize) -> *mut c_void {
     // SAFETY: `block` is live.
-    let usable = unsafe { central::usable_size(block) };
+    let usable = unsafe { core_heap::usable_size(block) };
     let keeps = size <= usable && usable - size < SHRINK_SLACK.max(usable / 2);
     // SAFETY: `block` is live; resizing in place keeps it so.
     if keeps || (size <= LARGE_MIN && unsafe { resize_with_headroom(block, usable, size) }) {
@@ -366,16 +351,17 @@ unsafe fn realloc_heap_block(block: NonNull<u8>, size: usize) -> *mut c_void {
 
 /// Resizes a heap block in place. A block that grows in place takes an eighth more than asked
 /// when its neighbour has it, so a block grown step by step (a buffer appended to) reaches the
-/// central heap once per eighth of its size instead of at every step.
+/// core heap once per eighth of its size instead of at every step.
 ///
 /// # Safety
-/// `block` is a live central-heap block of `usable` bytes; `size <= LARGE_MIN`.
+/// `block` is a live core-heap block of `usable` bytes; `size <= LARGE_MIN`.
 unsafe fn resize_with_headroom(block: NonNull<u8>, usable: usize, size: usize) -> bool {
-    let mut central = central::lock();
     // SAFETY: forwarded from the caller.
     unsafe {
-        (size > usable && central.resize_in_place(block, size + size / GROWTH_HEADROOM_DIVISOR))
-            || central.resize_in_place(block, size)
+        thread::resize_in_place(block, |heap| {
+            (size > usable && heap.resize_in_place(block, size + size / GROWTH_HEADROOM_DIVISOR))
+                || heap.resize_in_place(block, size)
+        })
     }
 }
 
@@ -389,7 +375,7 @@ unsafe fn realloc_large(block: NonNull<u8>, size: usize) -> *mut c_void {
     }
     // SAFETY: `block` is live (and stays so when `large::realloc` fails).
     let resized = unsafe { large::realloc(block, size) }.or_else(|| {
-        central::make_room();
+        thread::make_room();
         // SAFETY: as above.
         unsafe { large::realloc(block, size) }
     });
@@ -431,7 +417,7 @@ unsafe fn move_block(block: NonNull<u8>, usable: usize, size: usize) -> *mut c_v
 ///
 /// # Safety
 /// As for [`realloc`].
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn reallocarray(ptr: *mut c_void, count: usize, size: usize) -> *mut c_void {
     match count.checked_mul(size) {
         // SAFETY: forwarded from the caller.
@@ -452,10 +438,10 @@ fn allocate_aligned(align: usize, size: usize) -> *mut c_void {
     let block = if size > MAX_REQUEST - align {
         None
     } else if size > LARGE_MIN || align > PAGE {
-        allocate_large(size, align).map(|large| large.ptr)
+        thread::allocate_large(size, align).map(|large| large.ptr)
     } else {
-        bump(&COUNTERS.central_direct);
-        allocate_central(size, align)
+        bump(&COUNTERS.core_direct);
+        allocate_in_core(size, align)
     };
     out_of_memory_if_none(block)
 }
@@ -466,7 +452,7 @@ fn allocate_aligned(align: usize, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `memptr` is valid for a pointer write.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn posix_memalign(
     memptr: *mut *mut c_void,
     align: usize,
@@ -491,7 +477,7 @@ pub unsafe extern "C" fn posix_memalign(
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
     if !align.is_power_of_two() {
         os::set_errno(libc::EINVAL);
@@ -505,7 +491,7 @@ pub unsafe extern "C" fn aligned_alloc(align: usize, size: usize) -> *mut c_void
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
     match align.checked_next_power_of_two() {
         Some(align) => allocate_aligned(align, size),
@@ -520,7 +506,7 @@ pub unsafe extern "C" fn memalign(align: usize, size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
     allocate_aligned(PAGE, size)
 }
@@ -529,7 +515,7 @@ pub unsafe extern "C" fn valloc(size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// Always safe to call; unsafe only because it is the C ABI entry point.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
     match os::round_to_pages(size) {
         Some(rounded) => allocate_aligned(PAGE, rounded),
@@ -544,7 +530,7 @@ pub unsafe extern "C" fn pvalloc(size: usize) -> *mut c_void {
 ///
 /// # Safety
 /// `ptr` is NULL or a live block of this allocator.
-#[no_mangle]
+#[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         return 0;
@@ -565,8 +551,8 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
                 large::Header::Live(_) => large::usable_size(block),
                 _ => 0,
             }
-        } else if central::holds(block) {
-            central::usable_size(block)
+        } else if address_map::owner(block.as_ptr().addr()).is_some() {
+            core_heap::usable_size(block)
         } else {
             0
         }

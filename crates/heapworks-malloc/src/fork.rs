@@ -3,15 +3,18 @@
 //!
 //! Invariants:
 //! - A process with other threads: the prepare handler takes stdio's list lock
-//!   (`_IO_list_lock`), then the central lock, then the large-cache lock, then the tiny-slab
-//!   lock, then secure mode's quarantine lock (never held while another is taken). Taking stdio's lock first is the order glibc's own `fork` uses for its malloc locks:
+//!   (`_IO_list_lock`), then every arena's lock in index order, then the slot region's, then
+//!   the large-cache lock, then secure mode's quarantine lock. No lock of ours is ever taken
+//!   while another is held (an arena's growth reports what it committed and the large cache
+//!   gives as much back after the arena's lock is released; see [`crate::thread`]), so any
+//!   order would do for them; the list lock must come first. Taking stdio's lock first is the
+//!   order glibc's own `fork` uses for its malloc locks:
 //!   a thread that holds a `FILE`'s lock may be waiting for ours (`getline` reallocs under its
 //!   `FILE` lock), and a thread flushing every stream holds the list lock while it waits for
 //!   that `FILE`. Holding our locks first and then waiting in `fork` for the list lock closed
 //!   that cycle; now the forking thread waits for the list lock before it holds anything of
-//!   ours. Only the large-cache and slab locks are ever taken with the central one held (the
-//!   central heap's growth takes them, see [`crate::large::release_for_growth`] and
-//!   [`crate::address_space`]), which is this order.
+//!   ours. The remote lists and the address map take no lock: a push or a leaf install is one
+//!   compare-and-swap, complete or not done at the fork.
 //! - The list lock is recursive, so glibc's `fork` taking it again after our handler is fine;
 //!   the parent handler releases our hold on it after glibc has released its own, and in the
 //!   child glibc resets it, so the child handler leaves it alone.
@@ -24,10 +27,11 @@
 //!   while holding them: those take nothing more and release nothing, and the outermost fork's
 //!   handlers release everything. Only the owner reads or writes [`NESTED`].
 //!
-//! In the child only the forking thread exists: its cache stays valid, and the caches of the
-//! other threads are simply never used again (their blocks stay allocated in the central heap,
-//! their large slots mapped: a bounded leak, at most the other threads' cache budgets and one
-//! large mapping each).
+//! In the child only the forking thread exists: its cache and its arena stay valid; the other
+//! threads' arenas are released for adoption (see [`crate::arena::keep_only`]), and their
+//! caches are simply never used again (their blocks stay allocated in their arenas, their
+//! large slots mapped: a bounded leak, at most the other threads' cache budgets and one large
+//! mapping each).
 
 use core::sync::atomic::{AtomicUsize, Ordering};
 
@@ -35,8 +39,6 @@ extern "C" {
     /// glibc's lock of its list of streams (recursive; exported since GLIBC_2.2.5).
     fn _IO_list_lock();
     fn _IO_list_unlock();
-    /// glibc's flag, true while the process has never had a second thread (GLIBC_2.32).
-    static __libc_single_threaded: core::ffi::c_char;
 }
 
 /// The thread pointer of the thread holding every lock for a fork; 0 when none does.
@@ -72,28 +74,21 @@ fn thread_pointer() -> usize {
     pointer
 }
 
-/// Whether the process has only ever had one thread.
-fn single_threaded() -> bool {
-    // SAFETY: glibc's flag is a plain byte it writes only while the process is single-threaded
-    // (or in a new child); reading it is what `<sys/single_threaded.h>` tells programs to do.
-    unsafe { core::ptr::read_volatile(&raw const __libc_single_threaded) != 0 }
-}
-
 extern "C" fn prepare() {
     let me = thread_pointer();
     if OWNER.load(Ordering::Relaxed) == me {
         NESTED.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    if single_threaded() {
+    if crate::os::single_threaded() {
         return;
     }
     // SAFETY: glibc's recursive stream-list lock, released by `release_in_parent` (and reset by
     // glibc in the child).
     unsafe { _IO_list_lock() };
-    crate::central::lock_for_fork();
-    crate::large::lock_for_fork();
+    crate::arena::lock_all_for_fork();
     crate::tiny::lock_for_fork();
+    crate::large::lock_for_fork();
     crate::secure::lock_for_fork();
     OWNER.store(me, Ordering::Relaxed);
 }
@@ -120,9 +115,9 @@ unsafe fn unlock_ours() {
     // SAFETY: forwarded from the caller.
     unsafe {
         crate::secure::unlock_after_fork();
-        crate::tiny::unlock_after_fork();
         crate::large::unlock_after_fork();
-        crate::central::unlock_after_fork();
+        crate::tiny::unlock_after_fork();
+        crate::arena::unlock_all_after_fork();
     }
 }
 
@@ -139,6 +134,8 @@ extern "C" fn release_in_parent() {
 
 extern "C" fn release_in_child() {
     if outermost_owner() {
+        // The other threads are gone: their arenas are free for adoption.
+        crate::arena::keep_only(crate::thread::owned_arena());
         // SAFETY: `prepare` took the locks in the thread that is the child's only one; glibc
         // has reset the list lock itself.
         unsafe { unlock_ours() };

@@ -21,7 +21,7 @@
 //!   [`CACHE_SLOTS`] ranges); beyond the bound the oldest are unmapped. A freed range that
 //!   touches a cached one joins it, so a mapping split for one request is whole again for the
 //!   next.
-//! - When the central heap grows, as many bytes of cached mappings are unmapped
+//! - When a core heap grows, as many bytes of cached mappings are unmapped
 //!   ([`release_for_growth`]): a loop that reuses its large blocks does not grow the heap, so
 //!   it keeps them, while a program that has moved on to other work does not keep their pages
 //!   resident beside the heap's new ones.
@@ -43,7 +43,6 @@ use crate::config;
 use crate::lock::SpinLock;
 use crate::os::{self, PAGE};
 use crate::stats::{bump, COUNTERS};
-use crate::tcache;
 
 const WORD: usize = core::mem::size_of::<usize>();
 /// The words in front of a payload: base, then tagged length.
@@ -176,8 +175,13 @@ pub(crate) struct LargeBlock {
     pub(crate) zeroed: bool,
 }
 
-/// Allocates a large block of `size` bytes aligned to `align` (a power of two, at least 16).
-pub(crate) fn allocate(size: usize, align: usize) -> Option<LargeBlock> {
+/// Allocates a large block of `size` bytes aligned to `align` (a power of two, at least 16),
+/// reusing the calling thread's `slot` (if it has one) or the shared cache.
+pub(crate) fn allocate(
+    size: usize,
+    align: usize,
+    slot: Option<&mut LargeSlot>,
+) -> Option<LargeBlock> {
     if config::secure() {
         return allocate_guarded(size, align);
     }
@@ -187,7 +191,7 @@ pub(crate) fn allocate(size: usize, align: usize) -> Option<LargeBlock> {
         align + HEADER
     };
     let len = os::round_to_pages(size.checked_add(front)?)?;
-    let (mapping, zeroed) = match reuse(len) {
+    let (mapping, zeroed) = match reuse(len, slot) {
         Some(mapping) => (mapping, false),
         None => (map_fresh(len)?, true),
     };
@@ -286,9 +290,10 @@ fn map_fresh(len: usize) -> Option<Mapping> {
 /// A freed mapping for a request of `len` bytes: the thread's slot if it fits whole, else the
 /// shared cache's best fit (the slot's mapping joining the shared cache first).
 #[inline(always)]
-fn reuse(len: usize) -> Option<Mapping> {
-    // SAFETY: the slot is the calling thread's, and nothing else refers to it during this call.
-    let slot = unsafe { &mut *tcache::large_slot() };
+fn reuse(len: usize, slot: Option<&mut LargeSlot>) -> Option<Mapping> {
+    let Some(slot) = slot else {
+        return take_shared(len, None);
+    };
     if let Some(mapping) = slot.take_fitting(len) {
         return Some(mapping);
     }
@@ -305,13 +310,14 @@ pub(crate) unsafe fn usable_size(block: NonNull<u8>) -> usize {
     mapping.base.as_ptr().addr() + mapping.len - block.as_ptr().addr()
 }
 
-/// Frees a large block: into the thread's slot (its previous mapping, if any, moving to the
-/// shared cache), or into the shared cache, or back to the OS. Keeps errno.
+/// Frees a large block: into the calling thread's `slot` if it has one (its previous mapping,
+/// if any, moving to the shared cache), or into the shared cache, or back to the OS. Keeps
+/// errno.
 ///
 /// # Safety
 /// `block` is a live large block, not used after this call.
 #[inline(always)]
-pub(crate) unsafe fn free(block: NonNull<u8>) {
+pub(crate) unsafe fn free(block: NonNull<u8>, slot: Option<&mut LargeSlot>) {
     // SAFETY: the caller's block has a header; it stays readable while it is cached.
     let mapping = match unsafe { header(block) } {
         Header::Live(mapping) => mapping,
@@ -327,9 +333,8 @@ pub(crate) unsafe fn free(block: NonNull<u8>) {
     // unmapped one faults on a second free: caught by the kernel, never reused silently).
     unsafe { mark_header(block, FREED) };
     let shared = if mapping.len <= slot_max_bytes() {
-        match tcache::live_large_slot() {
-            // SAFETY: the slot is the calling thread's, used by nothing else meanwhile.
-            Some(slot) => unsafe { (*slot).replace(mapping) },
+        match slot {
+            Some(slot) => slot.replace(mapping),
             None => Some(mapping),
         }
     } else {
@@ -390,14 +395,13 @@ pub(crate) unsafe fn realloc(block: NonNull<u8>, new_size: usize) -> Option<NonN
 }
 
 /// Gives back at least `bytes` of cached mappings if there are as many (the shared cache's
-/// oldest first, then the calling thread's slot), because the central heap has just grown by
+/// oldest first, then the calling thread's slot), because the core heap has just grown by
 /// `bytes`: a program whose heap grows is not reusing its freed large blocks at the moment, and
 /// keeping their pages resident while the heap takes new ones would raise its peak RSS by as
 /// much (sqlite building an index after freeing its 2 MiB buffers: 1.2 times glibc's). A loop
-/// that reuses its large blocks does not grow the heap, so it keeps them. Called with the
-/// central lock held (so this nests the cache lock inside it; see [`crate::fork`]); the calling
-/// thread's slot is read without setting up its cache, which would take the central lock.
-pub(crate) fn release_for_growth(bytes: usize) {
+/// that reuses its large blocks does not grow the heap, so it keeps them. Called with no
+/// other lock held; `slot` is the calling thread's, if it has one.
+pub(crate) fn release_for_growth(bytes: usize, slot: Option<&mut LargeSlot>) {
     let mut evicted = Evicted::new();
     let mut released = 0;
     {
@@ -408,8 +412,7 @@ pub(crate) fn release_for_growth(bytes: usize) {
         }
     }
     if released < bytes {
-        // SAFETY: the slot is the calling thread's, used by nothing else meanwhile.
-        if let Some(mapping) = unsafe { (*tcache::large_slot()).take() } {
+        if let Some(mapping) = slot.and_then(LargeSlot::take) {
             evicted.push(mapping);
         }
     }
@@ -420,7 +423,7 @@ pub(crate) fn release_for_growth(bytes: usize) {
 }
 
 /// Unmaps every freed guarded mapping secure mode holds back (the kernel refused a mapping:
-/// see [`crate::central::make_room`]).
+/// see [`crate::thread::make_room`]).
 pub(crate) fn release_guarded() {
     let held = core::mem::replace(&mut CACHE.lock().guarded, [None; GUARDED_HELD]);
     for mapping in held.into_iter().flatten() {

@@ -1,5 +1,5 @@
 //! Free-list links, mangled (safe-linking): every list of free blocks this library keeps (the
-//! thread caches' lists, the medium bins, the central heap's transfer batches, the slabs' free
+//! thread caches' lists, the medium bins, the core heap's transfer batches, the slabs' free
 //! lists and slot batches) links a block to the next through its first word, which holds the
 //! next block's address XORed with the block's own.
 //!

@@ -1,4 +1,4 @@
-//! A spin lock with backoff, for the central heap and the large-block cache.
+//! A spin lock with backoff, for the core heap and the large-block cache.
 //!
 //! Invariants: the data is reached only through a guard, and at most one guard exists at a
 //! time. Waiters spin briefly, then yield the CPU with `sched_yield` (a bare system call), so a
@@ -63,6 +63,18 @@ impl<T> SpinLock<T> {
             self.lock_contended();
         }
         SpinGuard { lock: self }
+    }
+
+    /// Takes the lock if it is free at once.
+    #[inline]
+    pub(crate) fn try_lock(&self) -> Option<SpinGuard<'_, T>> {
+        (!self.locked.load(Ordering::Relaxed)
+            && self
+                .locked
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_ok())
+        // Lazily: a guard made and dropped on failure would release the holder's lock.
+        .then(|| SpinGuard { lock: self })
     }
 
     #[cold]

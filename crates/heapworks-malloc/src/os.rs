@@ -14,6 +14,18 @@ use core::ptr::NonNull;
 /// The page size on x86-64 Linux (the only target this crate's TLS and mappings support).
 pub(crate) const PAGE: usize = 4096;
 
+extern "C" {
+    /// glibc's flag, true while the process has never had a second thread (GLIBC_2.32).
+    static __libc_single_threaded: core::ffi::c_char;
+}
+
+/// Whether the process has only ever had one thread.
+pub(crate) fn single_threaded() -> bool {
+    // SAFETY: glibc's flag is a plain byte it writes only while the process is single-threaded
+    // (or in a new child); reading it is what `<sys/single_threaded.h>` tells programs to do.
+    unsafe { core::ptr::read_volatile(&raw const __libc_single_threaded) != 0 }
+}
+
 /// Rounds `bytes` up to whole pages, or `None` on overflow.
 pub(crate) const fn round_to_pages(bytes: usize) -> Option<usize> {
     match bytes.checked_add(PAGE - 1) {
@@ -133,6 +145,28 @@ pub(crate) fn map(len: usize) -> Option<NonNull<u8>> {
 /// Reserves `len` bytes (whole pages) of address space that cannot be touched until committed.
 pub(crate) fn reserve(len: usize) -> Option<NonNull<u8>> {
     mapping(len, libc::PROT_NONE)
+}
+
+/// Reserves `len` bytes (a multiple of `align`, a power of two of at least a page) of address
+/// space aligned to `align`, as [`reserve`] does: `len + align - PAGE` are reserved and the
+/// misaligned head and tail given back.
+pub(crate) fn reserve_aligned(len: usize, align: usize) -> Option<NonNull<u8>> {
+    let padded = len.checked_add(align - PAGE)?;
+    let base = reserve(padded)?;
+    let addr = base.as_ptr().addr();
+    let head = addr.next_multiple_of(align) - addr;
+    let tail = padded - head - len;
+    // SAFETY: the head and the tail are parts of the mapping just made, which nobody uses.
+    unsafe {
+        if head > 0 {
+            unmap(base, head);
+        }
+        let aligned = base.add(head);
+        if tail > 0 {
+            unmap(aligned.add(len), tail);
+        }
+        Some(aligned)
+    }
 }
 
 /// Makes `[addr, addr + len)` of a reservation readable and writable. Returns whether it could.

@@ -4,7 +4,7 @@
 //! What it does, beyond the default build's checks:
 //! - **Every free takes the slow path**: the thread caches' lists become stashes of blocks to
 //!   hand out, whose room is biased so that `free`'s fast path always refuses (see
-//!   `tcache::SECURE_EMPTY`); `malloc`'s fast path pops from them as usual. The fast paths'
+//!   `thread::SECURE_EMPTY`); `malloc`'s fast path pops from them as usual. The fast paths'
 //!   code is unchanged, so the default build pays nothing for this mode.
 //! - **Validation before anything is written**: a slot must start a slot of its slab; a heap
 //!   block must pass the core's `Heap::validate` (in one of the heap's regions, on a payload
@@ -16,7 +16,7 @@
 //!   finds the secret (a double free); when it leaves, any byte that is no longer zero is a
 //!   write after free (or an overflow from a neighbour), reported before the block serves
 //!   again; it then joins the freeing thread's stash (marked, so a free of it is a double free)
-//!   or goes back to its slab or the central heap.
+//!   or goes back to its slab or the core heap.
 //! - **Slabs**: a slab's slots are handed out in a random order, every other slot of a new
 //!   slab is a red zone filled with a canary (checked on both sides of a slot when it is
 //!   freed: overflows and underflows into a neighbour are caught), and emptied slabs stay
@@ -34,7 +34,7 @@ use core::ptr::NonNull;
 
 use crate::config::secret;
 use crate::lock::SpinLock;
-use crate::{central, fault, tiny};
+use crate::{fault, tiny};
 
 /// Blocks the quarantine holds at most.
 pub(crate) const QUARANTINE_BLOCKS: usize = 1024;
@@ -90,7 +90,7 @@ impl Quarantine {
     }
 }
 
-/// Frees a small or medium block (a slot or a central-heap block) in secure mode: validates
+/// Frees a small or medium block (a slot or a core-heap block) in secure mode: validates
 /// it, catches a second free, zeroes it and holds it back. Returns the block that leaves the
 /// quarantine for it, checked unwritten and its mark cleared, with its bytes: the caller
 /// gives it back to its owner.
@@ -106,7 +106,7 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
             tiny::check_red_zones(block);
             bytes
         }
-        None => central::lock().validate(block, "free"),
+        None => crate::arena::validate(block, "free"),
     };
     // SAFETY: a valid block of `bytes >= 16` bytes (every block holds two words), which the
     // program gives up.
@@ -127,7 +127,7 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
 }
 
 /// Aborts unless `block`, a small or medium block passed to `realloc`, is live: a slot's
-/// start or a central-heap block, not waiting in the quarantine.
+/// start or a core-heap block, not waiting in the quarantine.
 ///
 /// # Safety
 /// `block` is not NULL and not a large block.
@@ -139,7 +139,7 @@ pub(crate) unsafe fn check_live(block: NonNull<u8>) {
             }
             bytes
         }
-        None => central::lock().validate(block, "realloc"),
+        None => crate::arena::validate(block, "realloc"),
     };
     // SAFETY: a valid block has a second word.
     if unsafe { block.cast::<usize>().add(1).read() } == secret() {

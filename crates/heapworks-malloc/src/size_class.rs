@@ -17,10 +17,21 @@
 
 use heapworks::GRANULE;
 
-use crate::tcache;
-use crate::tiny::{SLOT_CLASSES, SLOT_MAX_REQUEST};
-
 const WORD: usize = core::mem::size_of::<usize>();
+
+/// Tiny slot classes: class `k` (1 to `SLOT_CLASSES`) has slots of `k * GRANULE` bytes (see
+/// [`crate::tiny`]).
+pub(crate) const SLOT_CLASSES: usize = 8;
+/// The largest request a tiny slot serves.
+pub(crate) const SLOT_MAX_REQUEST: usize = SLOT_CLASSES * GRANULE;
+/// The bytes of one list's entry in a thread cache, whose lists come first in it (see
+/// [`crate::thread`], which asserts both).
+pub(crate) const LIST_ENTRY_BYTES: usize = 16;
+
+/// The byte offset of list `list` in a thread cache.
+pub(crate) const fn list_offset(list: usize) -> usize {
+    list * LIST_ENTRY_BYTES
+}
 
 /// The smallest class of core blocks: two granules, the core's smallest chunk.
 pub(crate) const MIN_CLASS: usize = 2;
@@ -47,7 +58,7 @@ pub(crate) const SMALL_MAX_REQUEST: usize = MAX_CLASS * GRANULE - WORD;
 
 /// The thread-cache list serving a request of `n <= SMALL_MAX_REQUEST` bytes, at index `n`:
 /// a slot class's list up to `SLOT_MAX_REQUEST`, a class's above, as the list's byte offset
-/// (see [`tcache::list_offset`]) in words. `malloc` finds its list with one load and no
+/// (see [`list_offset`]) in words. `malloc` finds its list with one load and no
 /// arithmetic: indexed by the request itself (no rounding to a step, two instructions fewer
 /// than a table of 8-byte steps), a byte an entry (1 KiB in all; the offsets fit, see the
 /// assertion), and the word count scaled back by the addressing mode; no branch on the size's
@@ -62,7 +73,7 @@ static LIST_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = {
             class_of_request(bytes)
         };
         assert!(list < LISTS);
-        let offset = tcache::list_offset(list);
+        let offset = list_offset(list);
         assert!(offset.is_multiple_of(WORD) && offset / WORD <= u8::MAX as usize);
         lists[bytes] = (offset / WORD) as u8;
         bytes += 1;
@@ -71,7 +82,7 @@ static LIST_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = {
 };
 
 /// The thread-cache list serving a request of `bytes <= SMALL_MAX_REQUEST`, as a byte offset
-/// (see [`tcache::list_offset`]).
+/// (see [`list_offset`]).
 #[inline(always)]
 pub(crate) fn list_offset_of_request(bytes: usize) -> usize {
     debug_assert!(bytes <= SMALL_MAX_REQUEST);
@@ -163,3 +174,74 @@ pub(crate) fn class_of_usable(usable: usize) -> usize {
 pub(crate) const fn request_of_class(class: usize) -> usize {
     class * GRANULE - WORD
 }
+
+/// log2 of the medium classes per power of two.
+const MEDIUM_STEPS_LOG2: u32 = 3;
+/// log2 of the smallest medium key (a key is a block's usable size plus a word: its chunk).
+const MEDIUM_FIRST_OCTAVE: u32 = 10;
+/// Medium classes, eight per power of two of the key from 1 KiB to 512 KiB, which covers
+/// every core-heap block a request up to `LARGE_MIN` (plus realloc's headroom) can produce.
+/// Class `b`'s key is [`medium_class_key`]`(b)`, an eighth of its power of two past the
+/// previous class's: a request rounded up to its class wastes less than an eighth.
+pub(crate) const MEDIUM_CLASSES: usize = 9 << MEDIUM_STEPS_LOG2;
+
+/// The medium class a core block of `usable` bytes (above the small classes) serves: the
+/// largest whose key its own reaches. At least `MEDIUM_CLASSES` for a block larger than any
+/// class (none is: the callers clamp).
+#[inline(always)]
+pub(crate) const fn medium_class_of_usable(usable: usize) -> usize {
+    let key = usable + WORD;
+    let octave = usize::BITS - 1 - key.leading_zeros();
+    let step = (key >> (octave - MEDIUM_STEPS_LOG2)) & ((1 << MEDIUM_STEPS_LOG2) - 1);
+    (((octave - MEDIUM_FIRST_OCTAVE) as usize) << MEDIUM_STEPS_LOG2) + step
+}
+
+/// The medium class serving a request of `bytes` (`SMALL_MAX_REQUEST < bytes`): the smallest
+/// whose blocks hold it, so monotonic in `bytes`; its blocks hold less than an eighth of a
+/// power of two more (both checked at every class's edges below).
+#[inline(always)]
+pub(crate) const fn medium_class_of_request(bytes: usize) -> usize {
+    let key = bytes + WORD;
+    // The key rounded up to a step of its power of two (a power of two itself stays).
+    let octave = usize::BITS - 1 - (key - 1).leading_zeros();
+    let step = 1 << (octave - MEDIUM_STEPS_LOG2);
+    medium_class_of_usable(((key + step - 1) & !(step - 1)) - WORD)
+}
+
+/// The key (chunk size) of medium class `class`.
+#[inline(always)]
+pub(crate) const fn medium_class_key(class: usize) -> usize {
+    let octave = MEDIUM_FIRST_OCTAVE as usize + (class >> MEDIUM_STEPS_LOG2);
+    let steps = 1 << MEDIUM_STEPS_LOG2;
+    (steps + (class & (steps - 1))) << (octave - MEDIUM_STEPS_LOG2 as usize)
+}
+
+/// The usable bytes of a block made for medium class `class`: what each of its requests gets.
+#[inline(always)]
+pub(crate) const fn medium_class_bytes(class: usize) -> usize {
+    medium_class_key(class) - WORD
+}
+
+// Every class's edges: its own blocks join it, a request of its bytes maps to it and one byte
+// more to the next; the first request above the small classes maps to class 1 (class 0's key,
+// 1 KiB, is the last small class's chunk: it holds only blocks of odd sizes, made by aligned
+// requests or grown by realloc, and serves no request). The functions are step functions of
+// the key, so these pin them everywhere.
+const _: () = {
+    assert!(medium_class_key(0) == MAX_CLASS * GRANULE);
+    assert!(medium_class_of_request(SMALL_MAX_REQUEST + 1) == 1);
+    let mut class = 0;
+    while class < MEDIUM_CLASSES {
+        let bytes = medium_class_bytes(class);
+        assert!(medium_class_of_usable(bytes) == class);
+        assert!(medium_class_of_request(bytes) == class);
+        if class + 1 < MEDIUM_CLASSES {
+            assert!(medium_class_of_request(bytes + 1) == class + 1);
+            assert!(medium_class_of_usable(medium_class_bytes(class + 1) - 1) == class);
+            // Less than an eighth of the power of two wasted.
+            let octave = usize::BITS - 1 - (bytes + WORD).leading_zeros();
+            assert!(medium_class_bytes(class + 1) - bytes <= 1 << (octave - MEDIUM_STEPS_LOG2));
+        }
+        class += 1;
+    }
+};

@@ -16,19 +16,19 @@
 //! Every slot class costs a program that uses it at least a page of its own, which is why
 //! tiny slots stop at 128 bytes (16 classes, up to 256 B, raised git-log's peak RSS by 4 %, to
 //! 1.13 times glibc's; 8 cost less than 1 %). A larger class's slots are therefore opened
-//! only once the central heap has carved [`PROMOTE_AFTER_BYTES`] of fresh blocks for its
+//! only once the core heap has carved [`PROMOTE_AFTER_BYTES`] of fresh blocks for its
 //! refills ([`note_carved`]): a program that uses a class a little keeps its blocks in the
 //! core heap, where every size shares the same pages, while one that churns megabytes of it
 //! (more than its thread cache holds) moves those blocks between its cache and the slabs
 //! instead of through the core's allocate and free. Once open, an area stays open; the core
 //! blocks of its class still in use keep circulating through the class's thread-cache lists
-//! beside its slots (see [`crate::tcache`]).
+//! beside its slots (see [`crate::thread`]).
 //!
 //! A slot has no header, so nothing in front of it says what it is: its address does. The
 //! region is reserved once, at a fixed address far below where the kernel places mappings
 //! (`MAP_FIXED_NOREPLACE`, so nothing else is ever replaced), and [`end`] is one past it.
 //! Under an address-space limit too tight for the whole region, or once a refused mapping
-//! has made it give back its unused parts ([`Slabs::release_unused`]), only the slabs and
+//! has made it give back its unused parts ([`Region::release_unused`]), only the slabs and
 //! table rows in use are mapped, each at its place: the kernel places nothing there of its own
 //! accord (it maps top-down from far above, and would have to exhaust that first).
 //! `free` sends every pointer below `end` (NULL included: `end` starts at 1) to its slow path,
@@ -37,11 +37,14 @@
 //! practice, and would only take that slow path if it did not. A slot's slab (so its
 //! metadata) is its offset within its area shifted right: O(1), no lookup.
 //!
-//! Slots move between the slabs and the thread caches in batches under [`SLABS`]'s lock (see
-//! [`crate::tcache`]). A flushed list is kept whole, as its area's top batch, while the area's
-//! batches hold at most [`BATCH_MAX_BYTES`]; a refill takes the top batch (or its first part)
-//! first: either costs O(1), not a dozen instructions and a metadata update a slot, and the blocks
-//! one thread frees reach the next refill (of any thread) as they were. Otherwise a flushed slot
+//! Each slab belongs to the arena that started it ([`Slabs`], one per arena, under the arena's
+//! lock; see [`crate::arena`]), which alone hands its slots out and takes them back; the
+//! region's address space and every area's count of started slabs are shared ([`Region`],
+//! under its own lock, taken once per slab started). Slots move between an arena's slabs and
+//! its thread's cache in batches (see [`crate::thread`]). A flushed list is kept whole, as its
+//! area's top batch, while the area's batches hold at most [`BATCH_MAX_BYTES`]; a refill takes
+//! the top batch (or its first part) first: either costs O(1), not a dozen instructions and a
+//! metadata update a slot. Otherwise a flushed slot
 //! goes back to its slab, and a refill takes slots from the partial slab at the head of its area's
 //! list, first from its free list (slots given back), then from its fresh part (never used since
 //! the slab started, so nothing needs building until a batch asks). A slab that becomes empty stays
@@ -50,7 +53,10 @@
 //! needs comes from those before new address space is committed. Resident empty slabs are thus
 //! bounded by `EMPTY_KEPT` per area.
 //!
-//! Invariants, under the lock, for each area:
+//! Invariants, for each area (the region's parts under its lock, an arena's lists under the
+//! arena's):
+//! - Every started slab's entry in `SLAB_ARENAS` names the arena that started it, set before any of its
+//!   slots is handed out and never changed; only that arena's lists hold it.
 //! - The table's first `table_rows` rows (a row holds slab `i`'s metadata of every area) are
 //!   committed, and so are the area's first `committed <= table_rows` slabs; `started <=
 //!   committed` slabs have been used. Committed means readable and writable: made so by
@@ -68,7 +74,7 @@
 //!   [`write_batch_header`]); `batch_slots` is the sum of the lengths, and `batch_slots` slots
 //!   take at most [`BATCH_MAX_BYTES`]. A slab whose slots wait in batches does not empty, so
 //!   the batches bound what they keep from being given back to the OS.
-//! - The partial list holds exactly the started slabs with `used > 0` and a slot to give (free
+//! - An arena's partial list holds exactly its started slabs with `used > 0` and a slot to give (free
 //!   list or fresh part), doubly linked; the empty stack holds `empty_count <= EMPTY_KEPT` slabs
 //!   with `used == 0` whose pages are resident; the clean stack holds slabs with `used == 0`,
 //!   `fresh == 0`, an empty free list and discarded pages. Every started slab is in exactly one
@@ -79,31 +85,26 @@
 //!   its class's refills take its slots (the tiny areas' refills always do).
 
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
-
-use heapworks::GRANULE;
+use core::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 
 use crate::config;
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
-use crate::size_class::{area_slot_bytes, PROMOTABLE, SLOT_AREAS};
+use crate::size_class::{area_slot_bytes, PROMOTABLE, SLOT_AREAS, SLOT_CLASSES};
 use crate::stats::{bump, COUNTERS};
 
-/// Tiny slot classes: class `k` (1 to `SLOT_CLASSES`) has slots of `k * GRANULE` bytes.
-pub(crate) const SLOT_CLASSES: usize = 8;
-/// The largest request a tiny slot serves.
-pub(crate) const SLOT_MAX_REQUEST: usize = SLOT_CLASSES * GRANULE;
-/// Fresh blocks the central heap carves for a promotable class's refills before its slots
+/// Fresh blocks the core heap carves for a promotable class's refills before its slots
 /// open. git-log's trace never opens one (even at 8 KiB: its 717 blocks of 129 to 1016 B
 /// spread over 51 classes); the seed scripts' classes (about 900 blocks each) open within
 /// their first 120 blocks, and python3's, gcc's and cargo's busiest few open too.
 pub(crate) const PROMOTE_AFTER_BYTES: usize = 16 << 10;
-const SLAB_SHIFT: u32 = 16;
-/// A slab's bytes (64 KiB): what is emptied and given back at a time.
+pub(crate) const SLAB_SHIFT: u32 = 14;
+/// A slab's bytes (16 KiB): what is emptied and given back at a time, and what every arena
+/// starts per slot size it uses, so small: a thread's least cost per class (TUNING.md).
 const SLAB_BYTES: usize = 1 << SLAB_SHIFT;
 const STRIDE_SHIFT: u32 = 31;
-/// The bytes of each area (2 GiB: 32768 slabs, 128 Mi slots of 16 B; beyond, the core serves
+/// The bytes of each area (2 GiB: 131072 slabs, 128 Mi slots of 16 B; beyond, the core serves
 /// the area's requests).
 const STRIDE: usize = 1 << STRIDE_SHIFT;
 /// The bytes of the region: one area per slot list, then the table's.
@@ -142,7 +143,7 @@ static BASE_NEGATED: AtomicUsize = AtomicUsize::new(NO_BASE_NEGATED);
 static END: AtomicUsize = AtomicUsize::new(1);
 /// The promotable classes' areas whose slots serve their class (bit `a`: area `a`).
 static OPEN: AtomicU64 = AtomicU64::new(0);
-/// Bytes of fresh blocks the central heap has carved for each promotable class's refills (at
+/// Bytes of fresh blocks the core heap has carved for each promotable class's refills (at
 /// `area - SLOT_CLASSES`).
 static CARVED: [AtomicUsize; PROMOTABLE] = [const { AtomicUsize::new(0) }; PROMOTABLE];
 
@@ -182,10 +183,11 @@ pub(crate) fn is_open(area: usize) -> bool {
     OPEN.load(Ordering::Relaxed) & (1 << area) != 0
 }
 
-/// Counts `bytes` of fresh blocks carved by the central heap for the class of promotable
+/// Counts `bytes` of fresh blocks carved by the core heap for the class of promotable
 /// area `area`, and opens the area once they reach [`PROMOTE_AFTER_BYTES`]. Returns whether
-/// this call opened it. Called with the central lock held, so that whoever holds it sees the
-/// class open or closed throughout (see [`crate::tcache`]'s flush).
+/// this call opened it. Called with the calling thread's arena lock held, so that its
+/// arena sees the class open or closed throughout a flush (see [`crate::thread`]); another
+/// arena's batch of the class, left before, is given back by that arena's next slot refill.
 pub(crate) fn note_carved(area: usize, bytes: usize) -> bool {
     let before = CARVED[area - SLOT_CLASSES].fetch_add(bytes, Ordering::Relaxed);
     let opens = before < PROMOTE_AFTER_BYTES && before + bytes >= PROMOTE_AFTER_BYTES;
@@ -250,12 +252,8 @@ struct SlabMeta {
     red_zones: AtomicU32,
 }
 
-/// One area's slabs.
+/// One arena's lists of one area's slabs.
 struct Area {
-    /// Slabs ever started (a prefix of the area).
-    started: usize,
-    /// Slabs committed (a prefix, at least `started`).
-    committed: usize,
     partial: u32,
     empty: u32,
     empty_count: u32,
@@ -268,8 +266,6 @@ struct Area {
 
 impl Area {
     const NEW: Area = Area {
-        started: 0,
-        committed: 0,
         partial: 0,
         empty: 0,
         empty_count: 0,
@@ -420,53 +416,111 @@ unsafe fn write_batch_header(first: NonNull<u8>, next: *mut u8, len: u32) {
     };
 }
 
-/// The region and its areas' lists.
-pub(crate) struct Slabs {
-    /// The region's start (null: not reserved yet).
-    base: *mut u8,
+/// The region's start (null: not reserved yet); written once, under [`REGION`]'s lock.
+static BASE: AtomicPtr<u8> = AtomicPtr::new(core::ptr::null_mut());
+
+/// The region's address space and every area's prefix of started slabs, shared by the
+/// arenas: taken only to start a slab (once per 16 KiB of new slots) or give back unused
+/// address space.
+pub(crate) struct Region {
     /// The reservation was tried and failed: the core serves every request.
     failed: bool,
     /// How the region's address space is held, so how a part of it is committed.
     backing: Backing,
-    /// The table: the slabs' metadata, in the area after the slots' (null: not reserved yet).
-    table: *mut SlabMeta,
     /// Rows of the table committed.
     table_rows: usize,
-    areas: [Area; SLOT_AREAS],
+    /// Slabs ever started in each area (a prefix of the area).
+    started: [usize; SLOT_AREAS],
+    /// Slabs committed in each area (a prefix, at least `started`).
+    committed: [usize; SLOT_AREAS],
 }
 
-// SAFETY: the region belongs to the allocator alone; nothing ties it to a thread.
-unsafe impl Send for Slabs {}
-
-static SLABS: SpinLock<Slabs> = SpinLock::new(Slabs {
-    base: core::ptr::null_mut(),
+static REGION: SpinLock<Region> = SpinLock::new(Region {
     failed: false,
     backing: Backing::Writable,
-    table: core::ptr::null_mut(),
     table_rows: 0,
-    areas: [Area::NEW; SLOT_AREAS],
+    started: [0; SLOT_AREAS],
+    committed: [0; SLOT_AREAS],
 });
 
-/// Locks the slabs.
-pub(crate) fn lock() -> SpinGuard<'static, Slabs> {
-    SLABS.lock()
+/// Locks the region (to give back unused address space).
+pub(crate) fn region() -> SpinGuard<'static, Region> {
+    REGION.lock()
 }
 
-/// Holds the slab lock across `fork` (prepare handler).
+/// Holds the region lock across `fork` (prepare handler).
 pub(crate) fn lock_for_fork() {
-    SLABS.lock_for_fork();
+    REGION.lock_for_fork();
 }
 
-/// Releases the slab lock after `fork` (parent and child handlers).
+/// Releases the region lock after `fork` (parent and child handlers).
 ///
 /// # Safety
 /// Called only by the fork handlers, after [`lock_for_fork`].
 pub(crate) unsafe fn unlock_after_fork() {
     // SAFETY: forwarded from the caller.
-    unsafe { SLABS.force_unlock() };
+    unsafe { REGION.force_unlock() };
+}
+
+/// The arena whose lists hold the slab of `slot`, a slot out of its slab.
+pub(crate) fn arena_of_slot(slot: NonNull<u8>) -> usize {
+    let offset = slot.as_ptr().addr() - BASE.load(Ordering::Relaxed).addr();
+    let (area, index) = (
+        offset >> STRIDE_SHIFT,
+        (offset & (STRIDE - 1)) >> SLAB_SHIFT,
+    );
+    SLAB_ARENAS[index * SLOT_AREAS + area].load(Ordering::Relaxed) as usize
+}
+
+/// The arena that started each slab, whose lists hold it for good (see [`crate::arena`]),
+/// indexed as the table is: written once when the slab starts, then only read, by every
+/// thread that frees one of its slots. Apart from the table, whose lines the owners write at
+/// every refill: a thread routing another arena's slots would otherwise miss on each. In the
+/// library's zeroed data: a page of it is resident only once a slab it names has started.
+static SLAB_ARENAS: [AtomicU8; MAX_SLABS * SLOT_AREAS] =
+    [const { AtomicU8::new(0) }; MAX_SLABS * SLOT_AREAS];
+const _: () = assert!(crate::arena::MAX_ARENAS <= u8::MAX as usize + 1);
+
+/// The first slot of slab `index` of `area` (meaningful once the region is reserved).
+fn slab(area: usize, index: usize) -> NonNull<u8> {
+    let slab = BASE
+        .load(Ordering::Relaxed)
+        .wrapping_add(area * STRIDE + index * SLAB_BYTES);
+    NonNull::new(slab).unwrap_or(NonNull::dangling())
+}
+
+/// The metadata of slab `index` of `area` (valid to use once its row is committed). The
+/// table interleaves the areas (slab 0 of every area, then slab 1, ...), so a program that
+/// uses each area a little touches one page of it, not one per area.
+#[inline(always)]
+fn meta_of(area: usize, index: usize) -> *mut SlabMeta {
+    table().wrapping_add(index * SLOT_AREAS + area)
+}
+
+/// The table: the slabs' metadata, in the area after the slots'.
+fn table() -> *mut SlabMeta {
+    BASE.load(Ordering::Relaxed)
+        .wrapping_add(SLOT_AREAS * STRIDE)
+        .cast::<SlabMeta>()
+}
+
+/// One arena's slabs: for each area the lists of the slabs it started (see the module docs),
+/// and its batches. Guarded by the arena's lock.
+pub(crate) struct Slabs {
+    /// The arena these lists belong to.
+    arena: u32,
+    areas: [Area; SLOT_AREAS],
 }
 
 impl Slabs {
+    /// An arena's empty lists.
+    pub(crate) const fn new(arena: usize) -> Slabs {
+        Slabs {
+            arena: arena as u32,
+            areas: [Area::NEW; SLOT_AREAS],
+        }
+    }
+
     /// Takes up to `count` slots of area `area` and links them into a list through their
     /// first words that ends in `rest`. Returns the list's head (`rest` when no slot could be
     /// had) and the number of slots taken.
@@ -484,7 +538,7 @@ impl Slabs {
             let Some(index) = self.partial_or_new(area) else {
                 break;
             };
-            let slab = self.slab(area, index);
+            let slab = slab(area, index);
             if config::secure() {
                 // SAFETY: `index` names a started slab; the lock is held.
                 unsafe { self.shuffle_fresh(area, index) };
@@ -492,7 +546,7 @@ impl Slabs {
             // SAFETY: `index` names a started slab, whose metadata and slots are committed;
             // the lock is held, and its free-listed and fresh slots are nobody's.
             unsafe {
-                let meta = &mut *self.meta(area, index);
+                let meta = &mut *meta_of(area, index);
                 while taken < count {
                     let Some(slot) = NonNull::new(meta.free) else {
                         break;
@@ -571,7 +625,7 @@ impl Slabs {
         let Some(first) = NonNull::new(head) else {
             return;
         };
-        let area = (head.addr() - self.base.addr()) >> STRIDE_SHIFT;
+        let area = area_of(head);
         let state = &mut self.areas[area];
         let batched = (state.batch_slots + count) as usize * slot_bytes(area);
         if batched <= BATCH_MAX_BYTES {
@@ -619,10 +673,10 @@ impl Slabs {
     /// The slab is started and the lock held.
     unsafe fn shuffle_fresh(&mut self, area: usize, index: usize) {
         let size = slot_bytes(area);
-        let slab = self.slab(area, index);
+        let slab = slab(area, index);
         // SAFETY: forwarded from the caller; the fresh slots are nobody's.
         unsafe {
-            let meta = &mut *self.meta(area, index);
+            let meta = &mut *meta_of(area, index);
             let from = meta.fresh as usize;
             let all = slots(area) as usize;
             if from == all {
@@ -661,13 +715,13 @@ impl Slabs {
     /// `slot` is a slot out of its slab that the caller gives up.
     #[inline(always)]
     pub(crate) unsafe fn give_back_one(&mut self, slot: NonNull<u8>) {
-        let offset = slot.as_ptr().addr() - self.base.addr();
+        let offset = slot.as_ptr().addr() - BASE.load(Ordering::Relaxed).addr();
         let area = offset >> STRIDE_SHIFT;
         let index = (offset & (STRIDE - 1)) >> SLAB_SHIFT;
         // SAFETY: a slot out of its slab lies in a started slab, whose metadata is committed;
         // the lock is held.
         unsafe {
-            let meta = &mut *self.meta(area, index);
+            let meta = &mut *meta_of(area, index);
             // Most slots go back to a slab that keeps others out and is on the partial list
             // already (it has a free list), which changes no list.
             if meta.used > 1 && !meta.free.is_null() {
@@ -690,7 +744,7 @@ impl Slabs {
     unsafe fn give_back_to_edge(&mut self, slot: NonNull<u8>, area: usize, index: usize) {
         // SAFETY: forwarded from the caller.
         unsafe {
-            let meta = &mut *self.meta(area, index);
+            let meta = &mut *meta_of(area, index);
             let was_full = meta.free.is_null() && meta.fresh == slots(area);
             link::set(slot, meta.free);
             meta.free = slot.as_ptr();
@@ -725,19 +779,91 @@ impl Slabs {
             self.areas[area].clean = self.pop(area, top);
             top
         } else {
-            self.start_new(area)?
+            REGION.lock().start_new(area, self.arena)?
         };
         self.link_partial(area, index);
         Some(index)
     }
 
+    /// An empty slab: kept resident if few others of its area are, else its pages go back
+    /// and it restarts.
+    fn retire_empty(&mut self, area: usize, index: usize) {
+        let state = &self.areas[area];
+        // Secure mode keeps every empty slab: restarting one shuffles (so touches) all of it.
+        if state.empty_count < EMPTY_KEPT || config::secure() {
+            let top = self.push(area, index, state.empty);
+            let state = &mut self.areas[area];
+            state.empty = top;
+            state.empty_count += 1;
+            return;
+        }
+        // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
+        // free list is dropped with its pages.
+        unsafe {
+            os::discard(slab(area, index), SLAB_BYTES);
+            let meta = &mut *meta_of(area, index);
+            meta.free = core::ptr::null_mut();
+            meta.fresh = 0;
+        }
+        bump(&COUNTERS.tiny_discards);
+        let top = self.push(area, index, self.areas[area].clean);
+        self.areas[area].clean = top;
+    }
+
+    fn link_partial(&mut self, area: usize, index: usize) {
+        let old = self.areas[area].partial;
+        // SAFETY: started slabs' metadata is committed; the lock is held.
+        unsafe {
+            let meta = &mut *meta_of(area, index);
+            meta.next = old;
+            meta.prev = 0;
+            if old != 0 {
+                (*meta_of(area, old as usize - 1)).prev = index as u32 + 1;
+            }
+        }
+        self.areas[area].partial = index as u32 + 1;
+    }
+
+    fn unlink_partial(&mut self, area: usize, index: usize) {
+        // SAFETY: as in `link_partial`; the slab is on the partial list.
+        unsafe {
+            let meta = &mut *meta_of(area, index);
+            let (next, prev) = (meta.next, meta.prev);
+            meta.next = 0;
+            meta.prev = 0;
+            if next != 0 {
+                (*meta_of(area, next as usize - 1)).prev = prev;
+            }
+            if prev != 0 {
+                (*meta_of(area, prev as usize - 1)).next = next;
+            } else {
+                self.areas[area].partial = next;
+            }
+        }
+    }
+
+    /// Links slab `index` of `area` on top of the stack whose top is `top`; returns the new
+    /// top.
+    fn push(&mut self, area: usize, index: usize, top: u32) -> u32 {
+        // SAFETY: started slabs' metadata is committed; the lock is held.
+        unsafe { (*meta_of(area, index)).next = top };
+        index as u32 + 1
+    }
+
+    /// Unlinks slab `index` of `area`, the top of a stack; returns the new top.
+    fn pop(&mut self, area: usize, index: usize) -> u32 {
+        // SAFETY: as in `push`.
+        unsafe { core::mem::take(&mut (*meta_of(area, index)).next) }
+    }
+}
+
+impl Region {
     /// Starts the next slab of `area` (reserving the region first), committing as needed.
-    fn start_new(&mut self, area: usize) -> Option<usize> {
-        if self.base.is_null() && !self.reserve() {
+    fn start_new(&mut self, area: usize, arena: u32) -> Option<usize> {
+        if BASE.load(Ordering::Relaxed).is_null() && !self.reserve() {
             return None;
         }
-        let state = &self.areas[area];
-        let (started, committed) = (state.started, state.committed);
+        let (started, committed) = (self.started[area], self.committed[area]);
         if started == MAX_SLABS {
             return None;
         }
@@ -747,17 +873,18 @@ impl Slabs {
                 return None;
             }
             // SAFETY: the range lies in the area, past its committed part.
-            if !unsafe { self.commit(self.slab(area, committed), step * SLAB_BYTES) } {
+            if !unsafe { self.commit(slab(area, committed), step * SLAB_BYTES) } {
                 return None;
             }
-            self.areas[area].committed += step;
+            self.committed[area] += step;
         }
         if started >= POPULATE_AFTER {
             // SAFETY: the slab is committed and nothing uses it yet.
-            unsafe { os::populate(self.slab(area, started), SLAB_BYTES) };
+            unsafe { os::populate(slab(area, started), SLAB_BYTES) };
         }
         bump(&COUNTERS.tiny_slabs);
-        self.areas[area].started += 1;
+        self.started[area] += 1;
+        SLAB_ARENAS[started * SLOT_AREAS + area].store(arena as u8, Ordering::Relaxed);
         Some(started)
     }
 
@@ -766,7 +893,7 @@ impl Slabs {
         if rows <= self.table_rows {
             return true;
         }
-        let table = self.table.cast::<u8>();
+        let table = table().cast::<u8>();
         let (Some(from), Some(to)) = (
             os::round_to_pages(self.table_rows * ROW_BYTES),
             os::round_to_pages(rows * ROW_BYTES),
@@ -805,17 +932,17 @@ impl Slabs {
     /// stands in the way. The region stays ours in name (`END` is unchanged) and becomes
     /// [`Backing::Sparse`]: later commits map their range at its exact address.
     pub(crate) fn release_unused(&mut self) {
-        if self.base.is_null() || self.backing == Backing::Sparse {
+        if BASE.load(Ordering::Relaxed).is_null() || self.backing == Backing::Sparse {
             return;
         }
         for area in 0..SLOT_AREAS {
-            let from = self.slab(area, self.areas[area].committed);
-            let len = (MAX_SLABS - self.areas[area].committed) * SLAB_BYTES;
+            let from = slab(area, self.committed[area]);
+            let len = (MAX_SLABS - self.committed[area]) * SLAB_BYTES;
             // SAFETY: slabs past the committed ones are used by nothing.
             unsafe { release(from, len) };
         }
         let used = os::round_to_pages(self.table_rows * ROW_BYTES).unwrap_or(STRIDE);
-        let table = NonNull::new(self.table.cast::<u8>().wrapping_add(used));
+        let table = NonNull::new(table().cast::<u8>().wrapping_add(used));
         // SAFETY: the table's area past its committed rows is used by nothing.
         unsafe { release(table.unwrap_or(NonNull::dangling()), STRIDE - used) };
         self.backing = Backing::Sparse;
@@ -848,95 +975,9 @@ impl Slabs {
         // The region's addresses: mapped at exactly `HINT` (or, sparse, mapped there as
         // committed), by system calls whose results carry no provenance of their own.
         let base = core::ptr::with_exposed_provenance_mut::<u8>(HINT);
-        self.base = base;
-        self.table = base.wrapping_add(SLOT_AREAS * STRIDE).cast::<SlabMeta>();
+        BASE.store(base, Ordering::Relaxed);
         BASE_NEGATED.store(HINT.wrapping_neg(), Ordering::Relaxed);
         END.store(HINT + SPAN, Ordering::Relaxed);
         true
-    }
-
-    /// An empty slab: kept resident if few others of its area are, else its pages go back
-    /// and it restarts.
-    fn retire_empty(&mut self, area: usize, index: usize) {
-        let state = &self.areas[area];
-        // Secure mode keeps every empty slab: restarting one shuffles (so touches) all of it.
-        if state.empty_count < EMPTY_KEPT || config::secure() {
-            let top = self.push(area, index, state.empty);
-            let state = &mut self.areas[area];
-            state.empty = top;
-            state.empty_count += 1;
-            return;
-        }
-        // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
-        // free list is dropped with its pages.
-        unsafe {
-            os::discard(self.slab(area, index), SLAB_BYTES);
-            let meta = &mut *self.meta(area, index);
-            meta.free = core::ptr::null_mut();
-            meta.fresh = 0;
-        }
-        bump(&COUNTERS.tiny_discards);
-        let top = self.push(area, index, self.areas[area].clean);
-        self.areas[area].clean = top;
-    }
-
-    fn link_partial(&mut self, area: usize, index: usize) {
-        let old = self.areas[area].partial;
-        // SAFETY: started slabs' metadata is committed; the lock is held.
-        unsafe {
-            let meta = &mut *self.meta(area, index);
-            meta.next = old;
-            meta.prev = 0;
-            if old != 0 {
-                (*self.meta(area, old as usize - 1)).prev = index as u32 + 1;
-            }
-        }
-        self.areas[area].partial = index as u32 + 1;
-    }
-
-    fn unlink_partial(&mut self, area: usize, index: usize) {
-        // SAFETY: as in `link_partial`; the slab is on the partial list.
-        unsafe {
-            let meta = &mut *self.meta(area, index);
-            let (next, prev) = (meta.next, meta.prev);
-            meta.next = 0;
-            meta.prev = 0;
-            if next != 0 {
-                (*self.meta(area, next as usize - 1)).prev = prev;
-            }
-            if prev != 0 {
-                (*self.meta(area, prev as usize - 1)).next = next;
-            } else {
-                self.areas[area].partial = next;
-            }
-        }
-    }
-
-    /// Links slab `index` of `area` on top of the stack whose top is `top`; returns the new
-    /// top.
-    fn push(&mut self, area: usize, index: usize, top: u32) -> u32 {
-        // SAFETY: started slabs' metadata is committed; the lock is held.
-        unsafe { (*self.meta(area, index)).next = top };
-        index as u32 + 1
-    }
-
-    /// Unlinks slab `index` of `area`, the top of a stack; returns the new top.
-    fn pop(&mut self, area: usize, index: usize) -> u32 {
-        // SAFETY: as in `push`.
-        unsafe { core::mem::take(&mut (*self.meta(area, index)).next) }
-    }
-
-    /// The first slot of slab `index` of `area` (meaningful once the region is reserved).
-    fn slab(&self, area: usize, index: usize) -> NonNull<u8> {
-        let slab = self.base.wrapping_add(area * STRIDE + index * SLAB_BYTES);
-        NonNull::new(slab).unwrap_or(NonNull::dangling())
-    }
-
-    /// The metadata of slab `index` of `area` (valid to use once its row is committed). The
-    /// table interleaves the areas (slab 0 of every area, then slab 1, ...), so a program that
-    /// uses each area a little touches one page of it, not one per area.
-    #[inline(always)]
-    fn meta(&self, area: usize, index: usize) -> *mut SlabMeta {
-        self.table.wrapping_add(index * SLOT_AREAS + area)
     }
 }

@@ -42,7 +42,7 @@ fn medium_cache_stays_within_its_budget() {
     // 3000 blocks of 1 KiB to 200 KiB (about 300 MB) freed: the cache keeps at most an eighth
     // of the 512 KiB budget plus one block, and the central heap gets the rest back.
     let output = run("bounded", &[]);
-    let in_use = stat(&output, "central heap:");
+    let in_use = stat(&output, "core heaps:");
     assert!(in_use < 1 << 20, "{in_use} B still in use at exit");
     let medium = stat_numbers(&output, "medium blocks:");
     assert!(medium[1] > 2000);
@@ -74,7 +74,7 @@ fn medium_blocks_of_mixed_sizes_are_reused_by_their_thread() {
 fn exiting_thread_gives_its_medium_cache_back() {
     // A budget of 8 MiB lets the thread keep 1 MiB of medium blocks until it exits.
     let output = run("exit", &[("HEAPWORKS_TCACHE_KIB", "8192")]);
-    let in_use = stat(&output, "central heap:");
+    let in_use = stat(&output, "core heaps:");
     assert!(in_use < 256 << 10, "{in_use} B still in use at exit");
 }
 

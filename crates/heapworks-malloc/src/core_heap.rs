@@ -1,19 +1,21 @@
-//! The central heap: one `heapworks::Heap` behind a spin lock, grown by mmap'd segments.
+//! An arena's core heap: one `heapworks::Heap` grown by mmap'd segments (the arena's lock,
+//! see [`crate::arena`], guards it; this module takes no lock and touches no thread state).
 //!
 //! Invariants: the heap's regions are reservations of address space (`PROT_NONE`, never `brk`),
-//! each claimed by the heap for its committed prefix only; committing more of the newest
-//! reservation extends its region in place, and a request that does not fit starts a new one.
-//! Every block the heap hands out stays allocated in the heap's eyes while a thread cache holds
-//! it, so a cached block's header is always valid. The lock is never held while calling
-//! anything that could allocate.
+//! aligned to [`address_map::GRANULE`] and recorded there as the arena's, each claimed by the
+//! heap for its committed prefix only; committing more of the newest reservation extends its
+//! region in place, and a request that does not fit starts a new one. Every block the heap
+//! hands out stays allocated in the heap's eyes while a thread cache holds it, so a cached
+//! block's header is always valid. Bytes newly committed are counted for the caller
+//! ([`CoreHeap::take_new_commits`]), who makes cached large mappings give as many back.
 //!
-//! Thread caches hand blocks to each other through the central heap's transfer batches: a
-//! thread whose list of a class is full may leave half of it, still linked, as that class's
-//! batch, and a thread whose list is empty takes the batch whole instead of carving new blocks
-//! (a producer allocating what a consumer frees then moves a batch per lock, not a block).
-//! Invariants: a class has at most one batch, a null-terminated list of `count > 0` blocks of
-//! that class, allocated in the heap's eyes; the batches hold at most [`TRANSFER_MAX_BYTES`]
-//! in all.
+//! Blocks freed back to the arena wait in per-class transfer batches: a thread whose list of
+//! a class is full may leave half of it, still linked, as that class's batch, blocks other
+//! threads freed join it one by one when filed ([`CoreHeap::add_to_batch`]), and a thread
+//! whose list is empty takes from the batch instead of carving new blocks (O(1) for a batch
+//! that fits, no heap search). Invariants: a class has at most one batch, a null-terminated
+//! list of `count` blocks of that class (`count == 0` exactly when the list is empty),
+//! allocated in the heap's eyes; the batches hold at most [`TRANSFER_MAX_BYTES`] in all.
 //!
 //! Memory goes back lazily and bounded: after every [`TRIM_EVERY`] bytes freed into the heap,
 //! the whole pages inside the unused spans of free chunks of at least [`TRIM_MIN_SPAN`] are
@@ -23,13 +25,11 @@
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
-use core::sync::atomic::{AtomicUsize, Ordering};
-
 use heapworks::{Heap, Misuse, Stats};
 
+use crate::address_map::{self, GRANULE};
 use crate::fault;
 use crate::link;
-use crate::lock::{SpinGuard, SpinLock};
 use crate::os;
 use crate::size_class::CLASS_SLOTS;
 use crate::stats::{add, bump, COUNTERS};
@@ -38,7 +38,7 @@ use crate::stats::{add, bump, COUNTERS};
 const RESERVATION: usize = 1 << 30;
 /// The least committed at a time.
 const MIN_COMMIT: usize = 2 << 20;
-/// Bytes freed into the central heap between two trims.
+/// Bytes freed into the core heap between two trims.
 const TRIM_EVERY: usize = 64 << 20;
 /// Unused spans shorter than this stay resident: a few pages are not worth a syscall.
 const TRIM_MIN_SPAN: usize = 256 << 10;
@@ -70,7 +70,11 @@ impl Batch {
 }
 
 /// The heap, the reservation it grows into, and the transfer batches.
-pub(crate) struct Central {
+pub(crate) struct CoreHeap {
+    /// The arena this heap belongs to (recorded in the address map for its reservations).
+    arena: usize,
+    /// Bytes committed since the caller last asked.
+    new_commits: usize,
     heap: Heap,
     newest: Option<Reservation>,
     committed_total: usize,
@@ -81,63 +85,34 @@ pub(crate) struct Central {
 
 // SAFETY: the reservation pointer names memory owned by the heap, which is `Send`; nothing is
 // tied to a thread.
-unsafe impl Send for Central {}
+unsafe impl Send for CoreHeap {}
 
-/// The process's central heap.
-static CENTRAL: SpinLock<Central> = SpinLock::new(Central {
-    heap: Heap::new(),
-    newest: None,
-    committed_total: 0,
-    freed_since_trim: 0,
-    transfer: [Batch::EMPTY; CLASS_SLOTS],
-    transfer_bytes: 0,
-});
+impl CoreHeap {
+    /// An empty heap of arena `arena`.
+    pub(crate) const fn new(arena: usize) -> CoreHeap {
+        CoreHeap {
+            arena,
+            new_commits: 0,
+            heap: Heap::new(),
+            newest: None,
+            committed_total: 0,
+            freed_since_trim: 0,
+            transfer: [Batch::EMPTY; CLASS_SLOTS],
+            transfer_bytes: 0,
+        }
+    }
 
-/// Locks the central heap.
-#[inline]
-pub(crate) fn lock() -> SpinGuard<'static, Central> {
-    CENTRAL.lock()
-}
+    /// The heap's statistics.
+    pub(crate) fn stats(&self) -> Stats {
+        self.heap.stats()
+    }
 
-/// The central heap's statistics.
-pub(crate) fn stats() -> Stats {
-    lock().heap.stats()
-}
+    /// Bytes committed since the last call (the caller makes cached large mappings give as
+    /// many back, outside the arena's lock).
+    pub(crate) fn take_new_commits(&mut self) -> usize {
+        core::mem::take(&mut self.new_commits)
+    }
 
-/// Holds the central lock across `fork` (prepare handler).
-pub(crate) fn lock_for_fork() {
-    CENTRAL.lock_for_fork();
-}
-
-/// The lowest address of any reservation the central heap has made, and one past the
-/// highest: every central-heap block lies between (a check that costs two comparisons, not a
-/// search; the range may also hold other mappings, so it tells foreign pointers far from the
-/// heap, such as the stack's and the program's globals, not every one).
-static LOWEST: AtomicUsize = AtomicUsize::new(usize::MAX);
-static HIGHEST: AtomicUsize = AtomicUsize::new(0);
-
-/// Whether `block` lies in the span of the central heap's reservations.
-pub(crate) fn holds(block: NonNull<u8>) -> bool {
-    let addr = block.as_ptr().addr();
-    LOWEST.load(Ordering::Relaxed) <= addr && addr < HIGHEST.load(Ordering::Relaxed)
-}
-
-/// Gives back the address space reserved but unused (see [`Central::make_room`]), after the
-/// kernel refused a mapping outside the central heap (a large block's).
-pub(crate) fn make_room() {
-    lock().make_room();
-}
-
-/// Releases the central lock after `fork` (parent and child handlers).
-///
-/// # Safety
-/// Called only by the fork handlers, after [`lock_for_fork`].
-pub(crate) unsafe fn unlock_after_fork() {
-    // SAFETY: forwarded from the caller.
-    unsafe { CENTRAL.force_unlock() };
-}
-
-impl Central {
     /// The usable size of `block` if it is a live block of the heap (`Heap::validate`);
     /// otherwise the fault is reported (a double free, a foreign pointer, a corrupt header)
     /// and the process aborts. `what` names the call (`free`, `realloc`).
@@ -209,7 +184,7 @@ impl Central {
     /// allows. Returns whether it did; if not, the list is still the caller's.
     ///
     /// # Safety
-    /// The list's blocks are live central-heap blocks of `class` that the caller gives up.
+    /// The list's blocks are live core-heap blocks of `class` that the caller gives up.
     pub(crate) unsafe fn offer_batch(
         &mut self,
         class: usize,
@@ -230,28 +205,63 @@ impl Central {
         true
     }
 
+    /// Adds `block` (of `block_bytes` bytes) to the transfer batch of `class` if the bound
+    /// allows. Returns whether it did; if not, the block is still the caller's.
+    ///
+    /// # Safety
+    /// `block` is a live core-heap block of `class` that the caller gives up.
+    pub(crate) unsafe fn add_to_batch(
+        &mut self,
+        class: usize,
+        block: NonNull<u8>,
+        block_bytes: usize,
+    ) -> bool {
+        if self.transfer_bytes + block_bytes > TRANSFER_MAX_BYTES {
+            return false;
+        }
+        let slot = &mut self.transfer[class];
+        // SAFETY: the block is the caller's to link.
+        unsafe { link::set(block, slot.head) };
+        slot.head = block.as_ptr();
+        slot.count += 1;
+        self.transfer_bytes += block_bytes;
+        true
+    }
+
     /// The number of blocks in the transfer batch of `class`, 0 when it has none.
     pub(crate) fn batch_len(&self, class: usize) -> u32 {
         self.transfer[class].count
     }
 
-    /// Takes the transfer batch of `class`, of `block_bytes`-byte blocks: its
-    /// null-terminated list and its length.
+    /// Takes up to `max` blocks of the transfer batch of `class`, of `block_bytes`-byte
+    /// blocks: a null-terminated list and its length (the rest stays the batch).
     pub(crate) fn take_batch(
         &mut self,
         class: usize,
         block_bytes: usize,
+        max: u32,
     ) -> Option<(NonNull<u8>, u32)> {
         let slot = &mut self.transfer[class];
-        let batch = core::mem::replace(slot, Batch::EMPTY);
-        self.transfer_bytes -= batch.count as usize * block_bytes;
-        NonNull::new(batch.head).map(|head| (head, batch.count))
+        let first = NonNull::new(slot.head)?;
+        let taken = slot.count.min(max.max(1));
+        // SAFETY: the batch's blocks are linked through their first words and ours.
+        unsafe {
+            let mut last = first;
+            for _ in 1..taken {
+                last = NonNull::new_unchecked(link::next(last));
+            }
+            slot.head = link::next(last);
+            link::set(last, core::ptr::null_mut());
+        }
+        slot.count -= taken;
+        self.transfer_bytes -= taken as usize * block_bytes;
+        Some((first, taken))
     }
 
     /// Frees a block of this heap.
     ///
     /// # Safety
-    /// `block` is a live block of the central heap, not used after this call.
+    /// `block` is a live block of the core heap, not used after this call.
     #[inline]
     pub(crate) unsafe fn free(&mut self, block: NonNull<u8>) {
         // SAFETY: forwarded from the caller.
@@ -293,7 +303,7 @@ impl Central {
     /// Resizes a block in place to hold `new_size` bytes. Returns whether it could.
     ///
     /// # Safety
-    /// `block` is a live block of the central heap.
+    /// `block` is a live block of the core heap.
     pub(crate) unsafe fn resize_in_place(&mut self, block: NonNull<u8>, new_size: usize) -> bool {
         // SAFETY: `block` is live (the caller's promise); both calls resize it in place only.
         unsafe {
@@ -306,17 +316,17 @@ impl Central {
     }
 
     /// Commits (and if needed reserves) enough memory for `layout`. When the kernel refuses,
-    /// the address space reserved but unused everywhere is given back and it tries once more.
+    /// the caller gives back the address space reserved but unused everywhere (see
+    /// [`crate::thread::make_room`]) and tries once more.
     fn grow_for(&mut self, layout: Layout) -> Option<()> {
         let needed = layout
             .size()
             .checked_add(layout.align())?
             .checked_add(REGION_OVERHEAD)?;
         let step = os::round_to_pages(needed.max(MIN_COMMIT).max(self.committed_total / 8))?;
-        if self.commit_in_newest(step) || self.start_reservation(step).is_some() {
+        if self.commit_in_newest(step) {
             return Some(());
         }
-        self.make_room();
         self.start_reservation(step)
     }
 
@@ -351,27 +361,26 @@ impl Central {
     /// too short for `step`, and only the newest is ever grown into.
     fn start_reservation(&mut self, step: usize) -> Option<()> {
         self.release_unused_tail();
-        let mut reserved = step.max(RESERVATION);
+        let least = step.checked_next_multiple_of(GRANULE)?;
+        let mut reserved = least.max(RESERVATION);
         let base = loop {
-            if let Some(base) = os::reserve(reserved) {
+            if let Some(base) = os::reserve_aligned(reserved, GRANULE) {
                 break base;
             }
-            if reserved == step {
+            if reserved == least {
                 return None;
             }
-            reserved = os::round_to_pages((reserved / 2).max(step))?;
+            reserved = (reserved / 2).next_multiple_of(GRANULE).max(least);
         };
         // SAFETY: `base` starts a fresh reservation of `reserved >= step` bytes.
         let claimed = unsafe { os::commit(base, step) }
             // SAFETY: the committed range is ours alone; the mapping's pointer covers it.
             && unsafe { self.heap.claim(base.as_ptr(), step) }.is_ok();
-        if !claimed {
+        if !claimed || !address_map::record(base.as_ptr().addr(), reserved, Some(self.arena)) {
             // SAFETY: the reservation was just made and nothing uses it.
             unsafe { os::unmap(base, reserved) };
             return None;
         }
-        LOWEST.fetch_min(base.as_ptr().addr(), Ordering::Relaxed);
-        HIGHEST.fetch_max(base.as_ptr().addr() + reserved, Ordering::Relaxed);
         self.newest = Some(Reservation {
             base,
             committed: step,
@@ -382,54 +391,40 @@ impl Central {
         Some(())
     }
 
-    /// Unmaps the newest reservation's uncommitted tail.
-    fn release_unused_tail(&mut self) {
+    /// Unmaps the newest reservation's uncommitted tail past the granule its committed part
+    /// ends in (the address map covers whole granules), and forgets it in the map.
+    pub(crate) fn release_unused_tail(&mut self) {
         let Some(newest) = self.newest.as_mut() else {
             return;
         };
-        if newest.reserved > newest.committed {
+        let kept = newest.committed.next_multiple_of(GRANULE);
+        if newest.reserved > kept {
             // SAFETY: the tail lies inside the reservation, past everything committed, and
             // nothing uses it.
             unsafe {
-                os::unmap(
-                    newest.base.add(newest.committed),
-                    newest.reserved - newest.committed,
-                )
-            };
-            newest.reserved = newest.committed;
+                let tail = newest.base.add(kept);
+                os::unmap(tail, newest.reserved - kept);
+                address_map::record(tail.as_ptr().addr(), newest.reserved - kept, None);
+            }
+            newest.reserved = kept;
         }
     }
 
-    /// Gives back every byte of address space reserved but unused: the newest reservation's
-    /// tail, the slots' region past what its slabs use, and the cached large mappings (and
-    /// those secure mode holds back). The
-    /// kernel refused a mapping, and under an address-space limit (`ulimit -v`) these are what
-    /// stand in the way of a program's request that glibc's malloc would serve. Takes the slab
-    /// and large-cache locks inside the central one (the order the fork handlers use).
-    fn make_room(&mut self) {
-        bump(&COUNTERS.room_made);
-        self.release_unused_tail();
-        crate::tiny::lock().release_unused();
-        crate::large::release_for_growth(usize::MAX);
-        crate::large::release_guarded();
-    }
-
-    /// Counts `bytes` newly committed, and makes cached large mappings give as many back (see
-    /// [`crate::large::release_for_growth`]).
+    /// Counts `bytes` newly committed, for the statistics and [`CoreHeap::take_new_commits`].
     fn note_committed(&mut self, bytes: usize) {
         self.committed_total += bytes;
+        self.new_commits += bytes;
         add(&COUNTERS.segment_bytes, bytes);
-        crate::large::release_for_growth(bytes);
     }
 }
 
-/// The usable size of a live central-heap block, read from its header without the lock.
+/// The usable size of a live core-heap block, read from its header without the lock.
 ///
 /// # Safety
-/// `block` is a live block of the central heap (allocated, possibly sitting in a thread cache).
+/// `block` is a live block of the core heap (allocated, possibly sitting in a thread cache).
 #[inline(always)]
 pub(crate) unsafe fn usable_size(block: NonNull<u8>) -> usize {
-    // SAFETY: `block` is a live block of the central heap; `Heap::usable_size` reads only its
+    // SAFETY: `block` is a live block of the core heap; `Heap::usable_size` reads only its
     // header.
     unsafe { Heap::usable_size(block) }
 }
