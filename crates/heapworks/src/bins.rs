@@ -25,7 +25,7 @@
 //! tightest fit, for hosted programs), 16 on 32-bit targets (414 bins, 1.8 KiB: wasm32 and
 //! microcontrollers, where the state shares a Gear page or the RAM with the program), and 2
 //! when built with `--cfg heapworks_small_state` (56 bins on 32-bit targets: a `FrontHeap`'s
-//! whole state 504 B, for firmware with 16–64 KiB of RAM; half-octave bins, so requests skip
+//! whole state 480 B on i686 and 496 B on wasm32, for firmware with 16–64 KiB of RAM; half-octave bins, so requests skip
 //! more of the free chunks in their own bin).
 
 use crate::chunk::{GRANULE_SHIFT, MIN_CHUNK};

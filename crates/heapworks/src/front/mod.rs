@@ -3,8 +3,9 @@
 //! push.
 //!
 //! **Classes.** Requests of up to [`FrontHeap::MAX_SMALL`] bytes (256) at alignment up to the
-//! granule take a slot of their class: one class per 16 B of slot size (17 classes), so the
-//! class is one add and one shift. On 64-bit targets 16 B is the granule, so a slot is never
+//! granule take a slot of their class: one class per 16 B of slot size (17 classes; 252 B and
+//! 16 classes with `--cfg heapworks_small_state` on 32-bit targets), so the class is one add
+//! and one shift. On 64-bit targets 16 B is the granule, so a slot is never
 //! larger than the chunk the heap itself would have given (smaller for requests of up to 8
 //! bytes: 16 B instead of the heap's 32 B minimum chunk); on 32-bit targets a slot may be 8 B
 //! larger, since one class per 8 B granule (33 classes) spread wasm32's random churn of 8–256 B
@@ -132,6 +133,12 @@ const CACHED: usize = if cfg!(heapworks_small_state) { 0 } else { 4 };
 /// (the fast paths test range and cache in one branch).
 const COUNTS: usize = CLASSES.next_power_of_two();
 const _: () = assert!(CACHED <= u8::MAX as usize);
+// `--cfg heapworks_small_state` keeps a front's whole state (the heap's bins, counters and the
+// front's lists) within 512 B on every 32-bit target, checked where it is built: 480 B on i686,
+// 496 B on wasm32 (whose `u64`s align to 8 B). That a `static` front starts all zeros (`.bss`)
+// is checked on the wasm32 guests (`heapworks-gas/tests/guest_module.rs`).
+#[cfg(all(heapworks_small_state, target_pointer_width = "32"))]
+const _: () = assert!(core::mem::size_of::<FrontHeap>() <= 512);
 
 // SAFETY: the slabs are blocks of the heap, which the `FrontHeap` owns as it owns the heap.
 unsafe impl<I: FreeIndex> Send for FrontHeap<I> {}

@@ -34,8 +34,14 @@ use core::ptr::NonNull;
 
 use crate::chunk::{EMBEDDER_TAG, GRANULE, IN_USE, SIZE_MASK, WORD};
 
-/// The largest request the front serves (payload bytes).
-pub(crate) const MAX_SMALL: usize = 256;
+/// The largest request the front serves (payload bytes): 256 B; with `--cfg
+/// heapworks_small_state` 256 B less the tag, so that the largest slot is 256 B and the classes
+/// fit in 16 cache counts (the state within 512 B on wasm32 too, whose `u64`s align to 8 B).
+pub(crate) const MAX_SMALL: usize = if cfg!(heapworks_small_state) {
+    256 - WORD
+} else {
+    256
+};
 /// The spacing of slot sizes: 16 B on every target (a granule on 64-bit targets, two on
 /// 32-bit ones, where one class per granule would make 33 classes, and as many slabs touched).
 pub(crate) const SPACING: usize = 16;

@@ -78,7 +78,7 @@ impl Fixture {
 #[test]
 fn small_requests_take_slots_of_their_class_and_large_ones_heap_blocks() {
     let mut f = fixture(64 * 1024);
-    for size in [0, 1, 8, 9, 24, 81, 200, 256] {
+    for size in [0, 1, 8, 9, 24, 81, 200, slab::MAX_SMALL] {
         let ptr = f.alloc(size);
         assert!(is_slot(ptr), "{size} B should be a slot");
         assert_eq!(ptr.as_ptr().addr() % GRANULE, 0);
@@ -86,7 +86,7 @@ fn small_requests_take_slots_of_their_class_and_large_ones_heap_blocks() {
         assert!(usable(ptr) >= size);
         f.front.check().unwrap();
     }
-    let large = f.alloc(257);
+    let large = f.alloc(slab::MAX_SMALL + 1);
     assert!(!is_slot(large));
     let aligned = f
         .front
@@ -593,15 +593,4 @@ fn static_slabs_serve_planned_classes_first_and_stay() {
     assert_eq!(front.stats().in_use, in_use);
     assert!(in_area(front.allocate(layout(8)).unwrap()));
     front.check().unwrap();
-}
-
-/// `--cfg heapworks_small_state` keeps a front's whole state (the heap's bins and the front's class
-/// lists) within 512 B on 32-bit targets (504 B for i686 and wasm32). That a `static` heap's
-/// state lands in `.bss` (starts all zeros) is checked on the wasm32 guests
-/// (`heapworks-gas/tests/guest_module.rs`).
-#[cfg(all(heapworks_small_state, target_pointer_width = "32"))]
-#[test]
-fn a_small_state_front_fits_in_512_bytes() {
-    let size = core::mem::size_of::<FrontHeap>();
-    assert!(size <= 512, "{size} B");
 }
