@@ -73,11 +73,22 @@ static void *churn(void *unused)
     return NULL;
 }
 
+/* Sleeps a moment between two holds of a stdio lock. glibc's stdio locks are not fair: a
+ * thread that takes its lock again at once starves the one it woke, and on a loaded machine
+ * the reader kept a FILE lock, so the flusher the list lock, so `fork` waited, for seconds
+ * (glibc's malloc as much as ours, with no deadlock). The locks are still held in the same
+ * chain while the threads work. */
+static void let_waiters_in(void)
+{
+    usleep(10);
+}
+
 static void *flusher(void *stream)
 {
     while (!stopping) {
         fprintf(stream, "a line that leaves data in the buffer\n");
         fflush(NULL);
+        let_waiters_in();
     }
     return NULL;
 }
@@ -94,6 +105,7 @@ static void *reader(void *stream)
                 line = NULL;
                 capacity = 0;
             }
+            let_waiters_in();
         }
         free(line);
         rewind(stream);
