@@ -7,11 +7,13 @@
 /// The area: the cells' slots, plus a slab header and a tag per slot (2368 B on wasm32).
 static mut CELLS: [u64; 296] = [0; 296];
 
-entries::guest!(heapworks::WasmFrontHeap = unsafe {
-    // SAFETY: `CELLS` is used by this allocator alone.
-    heapworks::WasmFrontHeap::with_static_slabs(
-        &raw mut CELLS as *mut u8,
-        2368,
-        &[(8, 2), (16, 2), (32, 4), (48, 4), (64, 8), (256, 4)],
-    )
-});
+entries::guest!(
+    heapworks::WasmFrontHeap = unsafe {
+        // SAFETY: `CELLS` is used by this allocator alone.
+        heapworks::WasmFrontHeap::with_static_slabs(
+            &raw mut CELLS as *mut u8,
+            2368,
+            &[(8, 2), (16, 2), (32, 4), (48, 4), (64, 8), (256, 4)],
+        )
+    }
+);

@@ -7,11 +7,13 @@
 /// The area: the cells' slots, plus a slab header and a tag per slot (288 B on wasm32).
 static mut CELLS: [u64; 36] = [0; 36];
 
-entries::guest!(heapworks::WasmFrontHeap = unsafe {
-    // SAFETY: `CELLS` is used by this allocator alone.
-    heapworks::WasmFrontHeap::with_static_slabs(
-        &raw mut CELLS as *mut u8,
-        288,
-        &[(8, 2), (48, 2), (64, 1)],
-    )
-});
+entries::guest!(
+    heapworks::WasmFrontHeap = unsafe {
+        // SAFETY: `CELLS` is used by this allocator alone.
+        heapworks::WasmFrontHeap::with_static_slabs(
+            &raw mut CELLS as *mut u8,
+            288,
+            &[(8, 2), (48, 2), (64, 1)],
+        )
+    }
+);
