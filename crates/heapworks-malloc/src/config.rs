@@ -5,7 +5,7 @@
 //! | `HEAPWORKS_STATS` | unset | `1`: print statistics at exit to the stderr the process started with |
 //! | `HEAPWORKS_LARGE_CACHE_MIB` | 64 | freed large blocks kept mapped for reuse in the shared cache, in MiB (0: none, and no per-thread slot either; a slot keeps at most the smaller of this and 32 MiB) |
 //! | `HEAPWORKS_SECURE` | unset | `1`: secure mode (see [`crate::secure`]): validation, zero on free, quarantine, random slot order, guard pages after large blocks; no thread caches and no reuse of large mappings |
-//! | `HEAPWORKS_TCACHE_KIB` | 512 | most bytes one thread's cache may hold, in KiB: seven eighths for small blocks, an eighth for medium ones (a thread that churns through medium blocks of many sizes may grow that to half, see `medium`, so its cache may hold up to 1.375 times this) |
+//! | `HEAPWORKS_TCACHE_KIB` | 512 | most bytes one thread's cache may hold, in KiB (a thread that starts while more than eight run gets an equal share of eight such budgets, at least an eighth of one): seven eighths for small blocks, an eighth for medium ones (a thread that churns through medium blocks of many sizes may grow that to half, see `medium`, so its cache may hold up to 1.375 times this) |
 //!
 //! Invariants: values change only in [`load`], called by the constructor while the process is
 //! still single-threaded; allocations made before it (by the dynamic loader or other

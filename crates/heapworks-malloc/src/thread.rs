@@ -8,7 +8,8 @@
 //! by `bench --malloc --instructions`). A block freed by any thread joins the freeing thread's
 //! list, whoever owns it: the fast path does not look. Its owner is asked only when the block
 //! leaves the cache, a list at a time: a full list either grows its limit (within the
-//! thread's byte budget, `HEAPWORKS_TCACHE_KIB`) or sends half its blocks back, and those go
+//! thread's byte budget: `HEAPWORKS_TCACHE_KIB`, or a share of [`SHARED_BUDGETS`] of it for a
+//! thread that starts while more threads run, see [`budget_for`]) or sends half its blocks back, and those go
 //! to the arenas they came from ([`Router`]): the thread's own arena's under its lock (left
 //! linked as the class's transfer batch when the core heap has room for it, slots as their
 //! area's batch), any other arena's onto that arena's remote list, one compare-and-swap a
@@ -91,6 +92,12 @@ const MAX_REFILL: u32 = 64;
 const MIN_SLOT_LIST_BYTES: usize = 4096;
 /// The medium cache gets this fraction of the thread's budget, the small lists the rest.
 const MEDIUM_BUDGET_DIVISOR: usize = 8;
+/// Threads share this many full budgets: a cache that starts while more threads than this
+/// are live gets an equal share of them (many threads each keeping a full cache of blocks
+/// nobody else may use is resident memory that grows with the thread count).
+const SHARED_BUDGETS: usize = 8;
+/// A thread's budget never shrinks below this fraction of the full one.
+const MIN_BUDGET_DIVISOR: usize = 8;
 
 /// One list: a class's, or a slot class's.
 #[repr(C)]
@@ -1107,12 +1114,13 @@ unsafe fn start(cache: *mut ThreadCache) {
         };
         (*cache).arena = arena;
         (*cache).owns_arena = owns;
-        let medium_budget = config::thread_cache_bytes() / MEDIUM_BUDGET_DIVISOR;
+        let thread_budget = budget_for(live_caches() + 1);
+        let medium_budget = thread_budget / MEDIUM_BUDGET_DIVISOR;
         (*cache).medium = with_arena_at(arena, |arena| {
             MediumCache::create(&mut arena.core, medium_budget)
         })
         .map_or(core::ptr::null_mut(), NonNull::as_ptr);
-        let mut budget = config::thread_cache_bytes() - medium_budget;
+        let mut budget = thread_budget - medium_budget;
         for class in MIN_CLASS..LISTS {
             let limit = initial_limit(class);
             let bin = bin(class);
@@ -1131,6 +1139,21 @@ unsafe fn start(cache: *mut ThreadCache) {
     }
     register_exit_destructor();
     crate::stats::bump_always(&COUNTERS.caches_started);
+}
+
+/// Caches started and not yet retired (racing starts and exits may make it a little off,
+/// which only moves a budget by a share).
+fn live_caches() -> usize {
+    let started = COUNTERS.caches_started.load(Ordering::Relaxed);
+    started.saturating_sub(COUNTERS.caches_retired.load(Ordering::Relaxed))
+}
+
+/// The byte budget of a cache that starts while `live` caches (its own included) run: the full
+/// budget while at most [`SHARED_BUDGETS`] threads run, then an equal share of that many full
+/// budgets, but at least a [`MIN_BUDGET_DIVISOR`]th of one. Fixed for the cache's life.
+fn budget_for(live: usize) -> usize {
+    let full = config::thread_cache_bytes();
+    (full.saturating_mul(SHARED_BUDGETS) / live.max(1)).clamp(full / MIN_BUDGET_DIVISOR, full)
 }
 
 fn initial_limit(class: usize) -> u32 {

@@ -122,3 +122,28 @@ fn varying_multi_mib_blocks_reuse_resident_pages() {
     let maxrss_kib = number_after("maxrss");
     assert!(maxrss_kib < 40 << 10, "peak RSS {maxrss_kib} KiB");
 }
+
+/// Medium requests that reached the core heaps when `members` other threads run while a
+/// thread allocates and frees 8 blocks of 2 KiB ten times over.
+fn medium_requests_in_a_crowd(members: &str) -> usize {
+    let binary = compile("caches.c", "cc", Linkage::Plain);
+    let output = run_preloaded(Command::new(&binary).args(["crowd", members]));
+    assert_success(&output, "crowd");
+    stat_numbers(&output, "medium blocks:")[0]
+}
+
+#[test]
+fn threads_started_in_a_crowd_get_smaller_caches() {
+    // Alone (with the main thread and one other), the thread's full budget keeps its 16 KiB of
+    // medium blocks between rounds: only the first round reaches the core heap (9 requests,
+    // stdio's buffer included). Among 64 threads its cache gets a share of eight budgets (an
+    // eighth of one, so 8 KiB of medium blocks), and each round gives some blocks back to the
+    // core heap and asks for them again (55 requests).
+    let alone = medium_requests_in_a_crowd("1");
+    let crowded = medium_requests_in_a_crowd("62");
+    assert!(alone <= 12, "{alone} medium requests reached the core heap");
+    assert!(
+        crowded >= alone + 30,
+        "{crowded} medium requests reached the core heap among 64 threads, {alone} alone"
+    );
+}

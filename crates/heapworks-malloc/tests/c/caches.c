@@ -9,6 +9,9 @@
  *                   faults> maxrss <peak RSS in KiB>` for the loop
  *   caches growth   three 4 MiB blocks touched and freed (kept mapped), then 24 MiB of 2 KiB
  *                   blocks touched (the central heap grows); prints `maxrss <peak RSS in KiB>`
+ *   caches crowd N  N threads start their caches and wait; meanwhile another thread allocates
+ *                   and frees 8 blocks of 2 KiB ten times over (its cache starts while N + 2
+ *                   threads run)
  *   caches mixed    100000 steps over 64 slots: free a random slot's block, allocate one of
  *                   1 to 4 KiB (random) there, as threads.c's mixed workload does with its
  *                   medium sizes; prints `steps <medium mallocs>`
@@ -61,6 +64,47 @@ static void on_exit_of_thread(void) {
     pthread_t thread;
     CHECK(pthread_create(&thread, NULL, allocate_and_free_medium, NULL) == 0);
     CHECK(pthread_join(thread, NULL) == 0);
+}
+
+#define CROWD_MAX 64
+
+static pthread_barrier_t crowd_started, crowd_done;
+
+static void *crowd_member(void *unused) {
+    (void)unused;
+    sink = malloc(16);
+    free(sink);
+    pthread_barrier_wait(&crowd_started);
+    pthread_barrier_wait(&crowd_done);
+    return NULL;
+}
+
+static void *reuse_medium_blocks(void *unused) {
+    (void)unused;
+    char *blocks[8];
+    for (int round = 0; round < 10; round++) {
+        for (int i = 0; i < 8; i++) {
+            blocks[i] = malloc(2048);
+            CHECK(blocks[i]);
+            blocks[i][0] = blocks[i][2047] = (char)i;
+        }
+        for (int i = 0; i < 8; i++) free(blocks[i]);
+    }
+    return NULL;
+}
+
+static void crowd(unsigned members) {
+    CHECK(members <= CROWD_MAX);
+    pthread_t threads[CROWD_MAX], worker;
+    CHECK(pthread_barrier_init(&crowd_started, NULL, members + 1) == 0);
+    CHECK(pthread_barrier_init(&crowd_done, NULL, members + 1) == 0);
+    for (unsigned i = 0; i < members; i++)
+        CHECK(pthread_create(&threads[i], NULL, crowd_member, NULL) == 0);
+    pthread_barrier_wait(&crowd_started);
+    CHECK(pthread_create(&worker, NULL, reuse_medium_blocks, NULL) == 0);
+    CHECK(pthread_join(worker, NULL) == 0);
+    pthread_barrier_wait(&crowd_done);
+    for (unsigned i = 0; i < members; i++) CHECK(pthread_join(threads[i], NULL) == 0);
 }
 
 static void split(void) {
@@ -152,13 +196,14 @@ static void mixed(void) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 2) return 2;
+    if (argc < 2) return 2;
     if (!strcmp(argv[1], "loops")) loops();
     else if (!strcmp(argv[1], "bounded")) allocate_and_free_medium(NULL);
     else if (!strcmp(argv[1], "exit")) on_exit_of_thread();
     else if (!strcmp(argv[1], "split")) split();
     else if (!strcmp(argv[1], "varying")) varying();
     else if (!strcmp(argv[1], "mixed")) mixed();
+    else if (!strcmp(argv[1], "crowd") && argc > 2) crowd((unsigned)atoi(argv[2]));
     else if (!strcmp(argv[1], "growth")) growth();
     else return 2;
     printf("%s: ok\n", argv[1]);
