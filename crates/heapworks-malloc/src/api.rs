@@ -24,7 +24,7 @@ use crate::os::{self, PAGE};
 use crate::secure;
 use crate::size_class::{
     class_of_request, class_of_usable, list_offset_of_request, slot_class_of_request, MAX_CLASS,
-    SLOT_AREAS, SLOT_CLASSES, SLOT_MAX_REQUEST, SMALL_MAX_REQUEST,
+    SLOT_AREAS, SLOT_MAX_REQUEST, SMALL_MAX_REQUEST,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::thread;
@@ -111,16 +111,21 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
 #[inline(never)]
 unsafe extern "C" fn free_low(ptr: *mut c_void) {
     let ptr = ptr.cast::<u8>();
-    let area = tiny::area_of(ptr);
-    // Two tests where one would do, so that each call knows which side of `SLOT_CLASSES` its
-    // area lies on and finds the list without a branch: a tiny slot's free pays nothing for
-    // the promoted classes' slots.
-    if area < SLOT_CLASSES {
+    // The tiny slots first, each call knowing which side of `SLOT_CLASSES` its area lies on
+    // so as to find the list without a branch: a tiny slot's free pays nothing for the
+    // promoted classes' slots, nor for the alignment check (folded into the area's test).
+    if let Some(area) = tiny::aligned_tiny_area(ptr) {
         // SAFETY: a pointer in a slot area is not NULL, and one the caller frees is a live
         // slot of that area.
         return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
     }
+    let area = tiny::area_of(ptr);
     if area < SLOT_AREAS {
+        // A misaligned pointer is no slot's start (it would be pushed as a block that
+        // overlaps live ones, and handed out by a later malloc).
+        if !ptr.addr().is_multiple_of(1 << tiny::SLOT_ALIGN_SHIFT) {
+            free_misaligned(ptr);
+        }
         // SAFETY: as above.
         return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
     }
@@ -129,6 +134,14 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
     };
     // SAFETY: forwarded from the caller; the block is not a slot.
     unsafe { free_with_header(block) }
+}
+
+/// Reports a `free` of a misaligned pointer into a slot area. A function of its own taking the
+/// pointer first, so that `free_low` keeps the pointer where it came (no copy on its fast path).
+#[cold]
+#[inline(never)]
+extern "C" fn free_misaligned(ptr: *mut u8) -> ! {
+    fault::invalid_pointer("free", ptr)
 }
 
 /// `free` of a block with a header word: a core-heap block or a large one.

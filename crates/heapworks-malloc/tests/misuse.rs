@@ -1,6 +1,6 @@
 //! Misuse caught by the default build (tests/c/misuse.c): double frees of slots, core blocks,
-//! medium and large blocks (at once and after another free), frees of stack and global
-//! pointers. Each run must abort with our message naming the fault and the address. A use after
+//! medium and large blocks (at once and after another free), frees of misaligned, stack and
+//! global pointers. Each run must abort with our message naming the fault and the address. A use after
 //! free cannot make malloc return an address the program chose (safe-linking).
 
 mod common;
@@ -18,6 +18,17 @@ fn double_frees_are_caught_at_every_size() {
     for size in ["24", "64", "300", "1000", "4000", "100000", "1048576"] {
         caught(&["double", size], "double free of");
         caught(&["delayed", size], "double free of");
+    }
+}
+
+#[test]
+fn misaligned_frees_are_caught_at_every_size() {
+    // Tiny slots (the fast path's rotated area test), a promoted class's size, core blocks,
+    // medium and large ones.
+    for size in [
+        "16", "64", "128", "300", "1000", "4000", "100000", "1048576",
+    ] {
+        caught(&["misaligned", size], "free of");
     }
 }
 
