@@ -23,8 +23,9 @@ use crate::large;
 use crate::os::{self, PAGE};
 use crate::secure;
 use crate::size_class::{
-    class_of_request, class_of_usable, list_offset_of_request, slot_class_of_request, MAX_CLASS,
-    SLOT_AREAS, SLOT_MAX_REQUEST, SMALL_MAX_REQUEST,
+    class_of_request, class_of_usable, guarded_list_of_request, is_slot_list,
+    list_offset_of_request, slot_class_of_list, slot_class_of_request, MAX_CLASS, SLOT_AREAS,
+    SLOT_MAX_REQUEST, SMALL_MAX_REQUEST,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::thread;
@@ -59,7 +60,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 #[inline(never)]
 extern "C" fn allocate_slow(size: usize) -> *mut c_void {
     let block = if size <= SLOT_MAX_REQUEST {
-        thread::pop_slot(slot_class_of_request(size))
+        allocate_slot_request(size)
     } else if size <= SMALL_MAX_REQUEST {
         thread::pop_slow(class_of_request(size))
     } else if size <= LARGE_MIN {
@@ -70,6 +71,21 @@ extern "C" fn allocate_slow(size: usize) -> *mut c_void {
         None
     };
     out_of_memory_if_none(block)
+}
+
+/// A request of at most `SLOT_MAX_REQUEST` bytes beyond the fast path: its tiny slot, or in
+/// secure mode the list that leaves a slot's canary word unused (as the fast path's table
+/// does then, see [`crate::size_class::guard_slots`]).
+fn allocate_slot_request(size: usize) -> Option<NonNull<u8>> {
+    if !config::secure() {
+        return thread::pop_slot(slot_class_of_request(size));
+    }
+    let list = guarded_list_of_request(size);
+    if is_slot_list(list) {
+        thread::pop_slot(slot_class_of_list(list))
+    } else {
+        thread::pop_slow(list)
+    }
 }
 
 /// The block's pointer, or NULL with errno `ENOMEM`.
@@ -258,7 +274,8 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
         }
         return out_of_memory_if_none(block.map(|large| large.ptr));
     }
-    if total <= SLOT_MAX_REQUEST {
+    // Secure mode's slots end with a canary, which zeroing the whole slot would clear.
+    if total <= SLOT_MAX_REQUEST && !config::secure() {
         return calloc_slot(slot_class_of_request(total));
     }
     // SAFETY: plain allocation.
@@ -315,7 +332,8 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         // SAFETY: as above, and not a large block.
         unsafe { secure::check_live(block) };
     }
-    if let Some(usable) = tiny::slot_bytes_of(block.as_ptr()) {
+    if tiny::is_slot(block.as_ptr()) {
+        let usable = tiny::usable_bytes(block);
         // SAFETY: `block` is a live slot of `usable` bytes.
         return unsafe { realloc_slot(block, usable, size) };
     }
@@ -548,8 +566,8 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         return 0;
     };
-    if let Some(usable) = tiny::slot_bytes_of(block.as_ptr()) {
-        return usable;
+    if tiny::is_slot(block.as_ptr()) {
+        return tiny::usable_bytes(block);
     }
     // A pointer that is not a block of ours has no usable size: 0, as glibc answers for one
     // it can tell is not its own. Below the slots' region lies nothing of ours but slots.
