@@ -366,10 +366,15 @@ fn canary_of(slot: NonNull<u8>) -> Option<(usize, *mut usize)> {
     Some((size, slot.as_ptr().wrapping_add(size - CANARY_BYTES).cast()))
 }
 
-/// The bytes slot `slot` (a slot start, see [`is_slot_start`]) holds for its program: its
-/// size, less its canary in a guarded slab (secure mode).
+/// The bytes slot `slot` (a pointer into a slot area) holds for its program: its size, less
+/// its canary in a guarded slab (secure mode only: the default build reads no table here).
 pub(crate) fn usable_bytes(slot: NonNull<u8>) -> usize {
-    match canary_of(slot) {
+    let guarded = if config::secure() {
+        canary_of(slot)
+    } else {
+        None
+    };
+    match guarded {
         Some((size, _)) => size - CANARY_BYTES,
         None => slot_bytes(area_of(slot.as_ptr())),
     }
