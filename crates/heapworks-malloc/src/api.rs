@@ -109,6 +109,16 @@ fn allocate_in_core(size: usize, align: usize) -> Option<NonNull<u8>> {
 /// `ptr` is NULL or a live block of this allocator, not used after this call.
 #[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
+    // Tiny slots first: the test of the area, with the alignment folded in, replaces the test
+    // of `tiny::end` they took before, which pays for the slot-start test (see
+    // `thread::push_tiny_slot`); other blocks pay both tests.
+    if let Some((area, granule)) = tiny::aligned_tiny_area(ptr.cast()) {
+        // SAFETY: a pointer in a slot area is not NULL, and one the caller frees is a live
+        // slot of that area, whose start `push_tiny_slot` checks as far as its mask tells.
+        return unsafe {
+            thread::push_tiny_slot(NonNull::new_unchecked(ptr.cast()), area, granule)
+        };
+    }
     if ptr.addr() < tiny::end() {
         // SAFETY: forwarded from the caller.
         return unsafe { free_low(ptr) };
@@ -127,20 +137,13 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
 #[inline(never)]
 unsafe extern "C" fn free_low(ptr: *mut c_void) {
     let ptr = ptr.cast::<u8>();
-    // The tiny slots first, each call knowing which side of `SLOT_CLASSES` its area lies on
-    // so as to find the list without a branch: a tiny slot's free pays nothing for the
-    // promoted classes' slots, nor for the alignment check (folded into the area's test).
-    if let Some(area) = tiny::aligned_tiny_area(ptr) {
-        // SAFETY: a pointer in a slot area is not NULL, and one the caller frees is a live
-        // slot of that area.
-        return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
-    }
+    // (`free` took the aligned tiny slots.)
     let area = tiny::area_of(ptr);
     if area < SLOT_AREAS {
         // A misaligned pointer is no slot's start (it would be pushed as a block that
         // overlaps live ones, and handed out by a later malloc).
         if !ptr.addr().is_multiple_of(1 << tiny::SLOT_ALIGN_SHIFT) {
-            free_misaligned(ptr);
+            fault::not_a_slot_start(ptr);
         }
         // SAFETY: as above.
         return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
@@ -150,14 +153,6 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
     };
     // SAFETY: forwarded from the caller; the block is not a slot.
     unsafe { free_with_header(block) }
-}
-
-/// Reports a `free` of a misaligned pointer into a slot area. A function of its own taking the
-/// pointer first, so that `free_low` keeps the pointer where it came (no copy on its fast path).
-#[cold]
-#[inline(never)]
-extern "C" fn free_misaligned(ptr: *mut u8) -> ! {
-    fault::invalid_pointer("free", ptr)
 }
 
 /// `free` of a block with a header word: a core-heap block or a large one.

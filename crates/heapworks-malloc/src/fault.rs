@@ -88,6 +88,14 @@ pub(crate) fn invalid_pointer(what: &str, ptr: *mut u8) -> ! {
     ))
 }
 
+/// Reports a `free` of a pointer into a slot area that starts no slot (an interior or
+/// misaligned pointer), and aborts.
+#[cold]
+#[inline(never)]
+pub(crate) extern "C" fn not_a_slot_start(ptr: *mut u8) -> ! {
+    invalid_pointer("free", ptr)
+}
+
 fn report(fault: core::fmt::Arguments<'_>) -> ! {
     let mut text = StackText::new();
     // Writing into a StackText never fails (it drops what does not fit).

@@ -13,9 +13,9 @@
 //! - **Zero on free, then quarantine**: a freed block's bytes are zeroed, its second word set to
 //!   a per-process random secret ([`secret`]), and it waits in a FIFO of at most
 //!   [`QUARANTINE_BLOCKS`] blocks and [`QUARANTINE_BYTES`] bytes. A second free while it waits
-//!   finds the secret (a double free); when it leaves, any byte of its first
-//!   [`CHECKED_BYTES`] that is no longer zero is a write after free (or an overflow from a
-//!   neighbour), reported before the block serves again; it then joins the freeing thread's stash (marked, so a free of it is a double free)
+//!   finds the secret (a double free); when it leaves, any byte that is no longer zero is a
+//!   write after free (or an overflow from a neighbour), reported before the block serves
+//!   again; it then joins the freeing thread's stash (marked, so a free of it is a double free)
 //!   or goes back to its slab or the core heap.
 //! - **Slabs**: a slab's slots are handed out in a random order, each ends with a canary word
 //!   that requests leave unused (a request takes the slot that holds it and a word more; see
@@ -41,12 +41,6 @@ use crate::{fault, tiny};
 pub(crate) const QUARANTINE_BLOCKS: usize = 1024;
 /// Bytes the quarantine holds at most.
 pub(crate) const QUARANTINE_BYTES: usize = 4 << 20;
-
-/// The bytes of a block leaving the quarantine checked for writes after free: its start, where
-/// a stale pointer's fields and links lie. The whole block was read back cold each time (the
-/// window holds up to `QUARANTINE_BYTES`), the most of secure mode's time in make and perl
-/// (TUNING.md).
-pub(crate) const CHECKED_BYTES: usize = 256;
 
 /// A block waiting in the quarantine.
 #[derive(Clone, Copy)]
@@ -154,9 +148,8 @@ pub(crate) unsafe fn check_live(block: NonNull<u8>) {
     }
 }
 
-/// Checks that the first [`CHECKED_BYTES`] of a block leaving the quarantine are as they were
-/// left (zero but for the secret in its second word), reporting a write after free
-/// otherwise, and clears the secret.
+/// Checks that a block leaving the quarantine is as it was left (zero but for the secret in
+/// its second word), reporting a write after free otherwise, and clears the secret.
 ///
 /// # Safety
 /// `held` left the quarantine: a valid block, freed by the program and held since.
@@ -164,8 +157,7 @@ unsafe fn check_unwritten(held: Held) -> NonNull<u8> {
     // SAFETY: `held.bytes` bytes of the block are ours to read and write.
     unsafe {
         let block = NonNull::new_unchecked(held.block);
-        let checked = held.bytes.min(CHECKED_BYTES);
-        let words = core::slice::from_raw_parts(block.as_ptr().cast::<usize>(), checked / 8);
+        let words = core::slice::from_raw_parts(block.as_ptr().cast::<usize>(), held.bytes / 8);
         // One OR over the words (which vectorises) rather than a test per word.
         let others = words[0] | words[2..].iter().fold(0, |all, &word| all | word);
         let clean = others == 0 && words[1] == secret();

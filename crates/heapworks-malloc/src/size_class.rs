@@ -154,6 +154,14 @@ pub(crate) const fn slot_class_of_list(list: usize) -> usize {
     list - MAX_CLASS
 }
 
+/// The bits of a granule index within a slab that are clear at every slot start of tiny slot
+/// class `slot_class` (slots of `slot_class` granules, from the slab's start): those below the
+/// class's power-of-two factor (all of a slot's granules but its first, for the power-of-two
+/// classes).
+pub(crate) const fn slot_start_mask(slot_class: usize) -> u8 {
+    ((1 << slot_class.trailing_zeros()) - 1) as u8
+}
+
 /// The slot area of tiny slot class `slot_class`.
 #[inline(always)]
 pub(crate) const fn slot_area(slot_class: usize) -> usize {

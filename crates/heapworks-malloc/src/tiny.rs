@@ -172,14 +172,17 @@ pub(crate) const SLOT_ALIGN_SHIFT: u32 = 4;
 /// from the region's start is rotated right by 4, which moves a misaligned pointer's low bits
 /// to the top: one comparison then tests the area and the alignment together, for the
 /// instructions the area test took alone (`free`'s fast path).
+/// With it, the pointer's granule index within its slab (16-byte steps from the slab's start).
 #[inline(always)]
-pub(crate) fn aligned_tiny_area(ptr: *mut u8) -> Option<usize> {
+pub(crate) fn aligned_tiny_area(ptr: *mut u8) -> Option<(usize, usize)> {
     let rotated = ptr
         .addr()
         .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed))
         .rotate_right(SLOT_ALIGN_SHIFT);
-    (rotated < (SLOT_CLASSES * STRIDE) >> SLOT_ALIGN_SHIFT)
-        .then_some(rotated >> (STRIDE_SHIFT - SLOT_ALIGN_SHIFT))
+    (rotated < (SLOT_CLASSES * STRIDE) >> SLOT_ALIGN_SHIFT).then_some((
+        rotated >> (STRIDE_SHIFT - SLOT_ALIGN_SHIFT),
+        rotated & ((SLAB_BYTES >> SLOT_ALIGN_SHIFT) - 1),
+    ))
 }
 
 /// Whether `ptr` lies in a slot area, as every slot does (and no other block).
