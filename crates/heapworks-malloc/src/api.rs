@@ -23,8 +23,9 @@ use crate::large;
 use crate::os::{self, PAGE};
 use crate::secure;
 use crate::size_class::{
-    class_of_request, class_of_usable, list_offset_of_request, slot_class_of_request, MAX_CLASS,
-    SLOT_AREAS, SLOT_CLASSES, SLOT_MAX_REQUEST, SMALL_MAX_REQUEST,
+    class_of_request, class_of_usable, guarded_list_of_request, is_slot_list,
+    list_offset_of_request, slot_class_of_list, slot_class_of_request, MAX_CLASS, SLOT_AREAS,
+    SLOT_MAX_REQUEST, SMALL_MAX_REQUEST,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::thread;
@@ -59,7 +60,7 @@ pub unsafe extern "C" fn malloc(size: usize) -> *mut c_void {
 #[inline(never)]
 extern "C" fn allocate_slow(size: usize) -> *mut c_void {
     let block = if size <= SLOT_MAX_REQUEST {
-        thread::pop_slot(slot_class_of_request(size))
+        allocate_slot_request(size)
     } else if size <= SMALL_MAX_REQUEST {
         thread::pop_slow(class_of_request(size))
     } else if size <= LARGE_MIN {
@@ -70,6 +71,21 @@ extern "C" fn allocate_slow(size: usize) -> *mut c_void {
         None
     };
     out_of_memory_if_none(block)
+}
+
+/// A request of at most `SLOT_MAX_REQUEST` bytes beyond the fast path: its tiny slot, or in
+/// secure mode the list that leaves a slot's canary word unused (as the fast path's table
+/// does then, see [`crate::size_class::guard_slots`]).
+fn allocate_slot_request(size: usize) -> Option<NonNull<u8>> {
+    if !config::secure() {
+        return thread::pop_slot(slot_class_of_request(size));
+    }
+    let list = guarded_list_of_request(size);
+    if is_slot_list(list) {
+        thread::pop_slot(slot_class_of_list(list))
+    } else {
+        thread::pop_slow(list)
+    }
 }
 
 /// The block's pointer, or NULL with errno `ENOMEM`.
@@ -93,6 +109,16 @@ fn allocate_in_core(size: usize, align: usize) -> Option<NonNull<u8>> {
 /// `ptr` is NULL or a live block of this allocator, not used after this call.
 #[cfg_attr(not(heapworks_unexported), no_mangle)]
 pub unsafe extern "C" fn free(ptr: *mut c_void) {
+    // Tiny slots first: the test of the area, with the alignment folded in, replaces the test
+    // of `tiny::end` they took before, which pays for the slot-start test (see
+    // `thread::push_tiny_slot`); other blocks pay both tests.
+    if let Some((area, granule)) = tiny::aligned_tiny_area(ptr.cast()) {
+        // SAFETY: a pointer in a slot area is not NULL, and one the caller frees is a live
+        // slot of that area, whose start `push_tiny_slot` checks as far as its mask tells.
+        return unsafe {
+            thread::push_tiny_slot(NonNull::new_unchecked(ptr.cast()), area, granule)
+        };
+    }
     if ptr.addr() < tiny::end() {
         // SAFETY: forwarded from the caller.
         return unsafe { free_low(ptr) };
@@ -111,16 +137,14 @@ pub unsafe extern "C" fn free(ptr: *mut c_void) {
 #[inline(never)]
 unsafe extern "C" fn free_low(ptr: *mut c_void) {
     let ptr = ptr.cast::<u8>();
+    // (`free` took the aligned tiny slots.)
     let area = tiny::area_of(ptr);
-    // Two tests where one would do, so that each call knows which side of `SLOT_CLASSES` its
-    // area lies on and finds the list without a branch: a tiny slot's free pays nothing for
-    // the promoted classes' slots.
-    if area < SLOT_CLASSES {
-        // SAFETY: a pointer in a slot area is not NULL, and one the caller frees is a live
-        // slot of that area.
-        return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
-    }
     if area < SLOT_AREAS {
+        // A misaligned pointer is no slot's start (it would be pushed as a block that
+        // overlaps live ones, and handed out by a later malloc).
+        if !ptr.addr().is_multiple_of(1 << tiny::SLOT_ALIGN_SHIFT) {
+            fault::not_a_slot_start(ptr);
+        }
         // SAFETY: as above.
         return unsafe { thread::push_slot(NonNull::new_unchecked(ptr), area) };
     }
@@ -245,7 +269,8 @@ pub unsafe extern "C" fn calloc(count: usize, size: usize) -> *mut c_void {
         }
         return out_of_memory_if_none(block.map(|large| large.ptr));
     }
-    if total <= SLOT_MAX_REQUEST {
+    // Secure mode's slots end with a canary, which zeroing the whole slot would clear.
+    if total <= SLOT_MAX_REQUEST && !config::secure() {
         return calloc_slot(slot_class_of_request(total));
     }
     // SAFETY: plain allocation.
@@ -302,7 +327,8 @@ pub unsafe extern "C" fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
         // SAFETY: as above, and not a large block.
         unsafe { secure::check_live(block) };
     }
-    if let Some(usable) = tiny::slot_bytes_of(block.as_ptr()) {
+    if tiny::is_slot(block.as_ptr()) {
+        let usable = tiny::usable_bytes(block);
         // SAFETY: `block` is a live slot of `usable` bytes.
         return unsafe { realloc_slot(block, usable, size) };
     }
@@ -535,8 +561,8 @@ pub unsafe extern "C" fn malloc_usable_size(ptr: *mut c_void) -> usize {
     let Some(block) = NonNull::new(ptr.cast::<u8>()) else {
         return 0;
     };
-    if let Some(usable) = tiny::slot_bytes_of(block.as_ptr()) {
-        return usable;
+    if tiny::is_slot(block.as_ptr()) {
+        return tiny::usable_bytes(block);
     }
     // A pointer that is not a block of ours has no usable size: 0, as glibc answers for one
     // it can tell is not its own. Below the slots' region lies nothing of ours but slots.

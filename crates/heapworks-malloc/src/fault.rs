@@ -44,16 +44,11 @@ pub(crate) fn corrupted_link(block: *mut u8) -> ! {
     ))
 }
 
-/// Reports a red zone beside a block overwritten (secure mode), and aborts.
+/// Reports a slot's canary overwritten (secure mode), and aborts.
 #[cold]
-pub(crate) fn overflow(block: *mut u8, bytes: usize, after: bool) -> ! {
-    let side = if after {
-        "an overflow past the end"
-    } else {
-        "an underflow before the start"
-    };
+pub(crate) fn overflow(block: *mut u8, bytes: usize) -> ! {
     report(format_args!(
-        "{side} of {block:p} ({bytes} B block): the red zone beside it was overwritten"
+        "an overflow past the end of {block:p} ({bytes} B block): the canary after it was overwritten"
     ))
 }
 
@@ -91,6 +86,14 @@ pub(crate) fn invalid_pointer(what: &str, ptr: *mut u8) -> ! {
     report(format_args!(
         "{what} of {ptr:p}, which is not a block of this malloc"
     ))
+}
+
+/// Reports a `free` of a pointer into a slot area that starts no slot (an interior or
+/// misaligned pointer), and aborts.
+#[cold]
+#[inline(never)]
+pub(crate) extern "C" fn not_a_slot_start(ptr: *mut u8) -> ! {
+    invalid_pointer("free", ptr)
 }
 
 fn report(fault: core::fmt::Arguments<'_>) -> ! {

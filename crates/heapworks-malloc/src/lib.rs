@@ -123,6 +123,7 @@ pub use api::{
 extern "C" fn on_load() {
     config::load();
     if config::secure() {
+        size_class::guard_slots();
         secure::report_faults();
     }
     thread::exit_key();

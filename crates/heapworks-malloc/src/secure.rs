@@ -17,10 +17,11 @@
 //!   write after free (or an overflow from a neighbour), reported before the block serves
 //!   again; it then joins the freeing thread's stash (marked, so a free of it is a double free)
 //!   or goes back to its slab or the core heap.
-//! - **Slabs**: a slab's slots are handed out in a random order, every other slot of a new
-//!   slab is a red zone filled with a canary (checked on both sides of a slot when it is
-//!   freed: overflows and underflows into a neighbour are caught), and emptied slabs stay
-//!   resident (see [`crate::tiny`]).
+//! - **Slabs**: a slab's slots are handed out in a random order, each ends with a canary word
+//!   that requests leave unused (a request takes the slot that holds it and a word more; see
+//!   `size_class::guard_slots`), checked when the slot is freed: an overflow past a slot is
+//!   caught then, an underflow into the slot below when that one is freed. Emptied slabs stay
+//!   resident (see [`crate::tiny`]). A freed slot is zeroed but for its canary.
 //! - **Large blocks**: end against a guard page (an overflow faults at once), are never reused
 //!   or resized in place, and when freed are made inaccessible but for their header page and
 //!   held in a ring of 16 before they are unmapped (a second free is caught, a use faults).
@@ -99,12 +100,12 @@ impl Quarantine {
 /// `block` is what the program passed to `free`, not NULL, and not a large block.
 pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
     let bytes = match tiny::slot_bytes_of(block.as_ptr()) {
-        Some(bytes) => {
+        Some(_) => {
             if !tiny::is_slot_start(block) {
                 fault::invalid_pointer("free", block.as_ptr());
             }
-            tiny::check_red_zones(block);
-            bytes
+            tiny::check_canary(block);
+            tiny::usable_bytes(block)
         }
         None => crate::arena::validate(block, "free"),
     };
@@ -133,11 +134,11 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
 /// `block` is not NULL and not a large block.
 pub(crate) unsafe fn check_live(block: NonNull<u8>) {
     let bytes = match tiny::slot_bytes_of(block.as_ptr()) {
-        Some(bytes) => {
+        Some(_) => {
             if !tiny::is_slot_start(block) {
                 fault::invalid_pointer("realloc", block.as_ptr());
             }
-            bytes
+            tiny::usable_bytes(block)
         }
         None => crate::arena::validate(block, "realloc"),
     };

@@ -15,6 +15,8 @@
 //! tiny slot from anything else with one comparison and finds its list with an addressing
 //! mode, and a promoted class's slot with one comparison more.
 
+use core::sync::atomic::{AtomicPtr, Ordering};
+
 use heapworks::GRANULE;
 
 const WORD: usize = core::mem::size_of::<usize>();
@@ -63,14 +65,25 @@ pub(crate) const SMALL_MAX_REQUEST: usize = MAX_CLASS * GRANULE - WORD;
 /// than a table of 8-byte steps), a byte an entry (1 KiB in all; the offsets fit, see the
 /// assertion), and the word count scaled back by the addressing mode; no branch on the size's
 /// kind either, which a mix of slot and core sizes would mispredict.
-static LIST_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = {
+static LISTS_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = lists_of_size(false);
+/// [`LISTS_OF_SIZE`] for secure mode, whose slot requests leave room for a canary (see
+/// [`guarded_list_of_request`]).
+static GUARDED_LISTS_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = lists_of_size(true);
+/// The table `malloc` reads: [`LISTS_OF_SIZE`], or from start-up in secure mode
+/// [`GUARDED_LISTS_OF_SIZE`] ([`guard_slots`]). A pointer load where the address of one
+/// table took an address computation: the same one instruction.
+static LIST_OF_SIZE: AtomicPtr<u8> = AtomicPtr::new((&raw const LISTS_OF_SIZE).cast_mut().cast());
+
+const fn lists_of_size(guarded: bool) -> [u8; SMALL_MAX_REQUEST + 1] {
     let mut lists = [0; SMALL_MAX_REQUEST + 1];
     let mut bytes = 0;
     while bytes <= SMALL_MAX_REQUEST {
-        let list = if bytes <= SLOT_MAX_REQUEST {
-            slot_list(slot_class_of_request(bytes))
-        } else {
+        let list = if bytes > SLOT_MAX_REQUEST {
             class_of_request(bytes)
+        } else if guarded {
+            guarded_list_of_request(bytes)
+        } else {
+            slot_list(slot_class_of_request(bytes))
         };
         assert!(list < LISTS);
         let offset = list_offset(list);
@@ -79,15 +92,43 @@ static LIST_OF_SIZE: [u8; SMALL_MAX_REQUEST + 1] = {
         bytes += 1;
     }
     lists
-};
+}
 
 /// The thread-cache list serving a request of `bytes <= SMALL_MAX_REQUEST`, as a byte offset
 /// (see [`list_offset`]).
 #[inline(always)]
 pub(crate) fn list_offset_of_request(bytes: usize) -> usize {
     debug_assert!(bytes <= SMALL_MAX_REQUEST);
-    // SAFETY: `bytes <= SMALL_MAX_REQUEST` (the caller's promise), so the index is in bounds.
-    unsafe { *LIST_OF_SIZE.get_unchecked(bytes) as usize * WORD }
+    // SAFETY: the pointer names one of the two tables, of `SMALL_MAX_REQUEST + 1` entries, and
+    // `bytes <= SMALL_MAX_REQUEST` (the caller's promise).
+    unsafe { *LIST_OF_SIZE.load(Ordering::Relaxed).add(bytes) as usize * WORD }
+}
+
+/// Secure mode: the list serving a request of `bytes <= SLOT_MAX_REQUEST`, which must leave a
+/// slot's last word to its canary (see [`crate::tiny`]): the tiny slot class of `bytes +
+/// WORD`, at least the 32-byte one (a free slot's first two words are its link and its
+/// mark), or beyond the tiny slots the core class of `bytes`, whose blocks (and promoted
+/// slots, `c * GRANULE` bytes for requests of at most `c * GRANULE - WORD`) leave that word
+/// already.
+pub(crate) const fn guarded_list_of_request(bytes: usize) -> usize {
+    let slot_class = slot_class_of_request(bytes + WORD);
+    if slot_class > SLOT_CLASSES {
+        class_of_request(bytes)
+    } else if slot_class < 2 {
+        slot_list(2)
+    } else {
+        slot_list(slot_class)
+    }
+}
+
+/// Secure mode, at start-up: `malloc` routes each slot request by
+/// [`guarded_list_of_request`]. Blocks handed out before keep their slots, which have no
+/// canary (their slabs are not marked guarded).
+pub(crate) fn guard_slots() {
+    LIST_OF_SIZE.store(
+        (&raw const GUARDED_LISTS_OF_SIZE).cast_mut().cast(),
+        Ordering::Relaxed,
+    );
 }
 
 /// The slot class (see [`crate::tiny`]) serving a request of `bytes <= SLOT_MAX_REQUEST`.
@@ -105,6 +146,20 @@ pub(crate) const fn slot_class_of_request(bytes: usize) -> usize {
 #[inline(always)]
 pub(crate) const fn slot_list(slot_class: usize) -> usize {
     MAX_CLASS + slot_class
+}
+
+/// The tiny slot class whose list is `list` (a slot list, see [`is_slot_list`]).
+#[inline(always)]
+pub(crate) const fn slot_class_of_list(list: usize) -> usize {
+    list - MAX_CLASS
+}
+
+/// The bits of a granule index within a slab that are clear at every slot start of tiny slot
+/// class `slot_class` (slots of `slot_class` granules, from the slab's start): those below the
+/// class's power-of-two factor (all of a slot's granules but its first, for the power-of-two
+/// classes).
+pub(crate) const fn slot_start_mask(slot_class: usize) -> u8 {
+    ((1 << slot_class.trailing_zeros()) - 1) as u8
 }
 
 /// The slot area of tiny slot class `slot_class`.
@@ -145,7 +200,7 @@ pub(crate) const fn is_slot_list(list: usize) -> bool {
 /// is also the size of a promotable class's slots).
 pub(crate) const fn list_block_bytes(list: usize) -> usize {
     if is_slot_list(list) {
-        (list - MAX_CLASS) * GRANULE
+        slot_class_of_list(list) * GRANULE
     } else {
         list * GRANULE
     }

@@ -67,8 +67,8 @@ use crate::medium::MediumCache;
 use crate::size_class::{
     area_of_list, class_of_request, class_of_usable, is_slot_list, list_block_bytes, list_of_area,
     list_offset, medium_class_bytes, medium_class_of_request, medium_class_of_usable,
-    request_of_class, slot_area, slot_list, LISTS, LIST_ENTRY_BYTES, MAX_CLASS, MEDIUM_CLASSES,
-    MIN_CLASS,
+    request_of_class, slot_area, slot_class_of_list, slot_list, slot_start_mask, LISTS,
+    LIST_ENTRY_BYTES, MAX_CLASS, MEDIUM_CLASSES, MIN_CLASS,
 };
 use crate::stats::{bump, COUNTERS};
 use crate::tiny;
@@ -108,6 +108,9 @@ struct Bin {
     /// The list's last flush sent most of its blocks to other arenas: the thread frees what
     /// others allocate (a consumer), so the list is kept short (see [`make_list_room`]).
     sends_away: bool,
+    /// A tiny slot list's: the bits of a slot's granule index within its slab that are zero
+    /// at every slot start (see [`push_tiny_slot`]); 0 before the cache starts.
+    slot_mask: u8,
 }
 
 /// Where a thread's cache is in its life.
@@ -655,6 +658,30 @@ pub(crate) unsafe fn push_slot(slot: NonNull<u8>, area: usize) {
     }
 }
 
+/// `free` of a pointer 16-byte aligned in tiny slot area `area`, `granule` 16-byte steps
+/// into its slab: refused as no slot's start when a bit of `granule` that every slot start of
+/// the area has clear is set (all interior pointers of the power-of-two sizes, 16 to 128 B;
+/// for the others, those the size's power-of-two factor tells), else [`push_slot`]. The test
+/// reads the list's mask beside its room, in the line the push touches anyway.
+///
+/// # Safety
+/// `area < SLOT_CLASSES`; `slot` lies in that area, and the caller gives it up.
+#[inline(always)]
+pub(crate) unsafe fn push_tiny_slot(slot: NonNull<u8>, area: usize, granule: usize) {
+    let offset = list_offset(list_of_area(area));
+    // SAFETY: the offset names the area's list, a slot list of this thread's cache (addressed
+    // by byte offset, as `push_at` does, so that both fold it into their accesses).
+    unsafe {
+        let bin = current().cast::<u8>().add(offset).cast::<Bin>();
+        if granule as u8 & (*bin).slot_mask != 0 {
+            crate::fault::not_a_slot_start(slot.as_ptr());
+        }
+        if !push_at(slot, offset) {
+            push_slot_slow(slot);
+        }
+    }
+}
+
 /// [`push_slot`] on a full list. Finds the list again from the slot, so that the fast path
 /// keeps nothing for it but the slot (one instruction fewer).
 ///
@@ -1125,6 +1152,9 @@ unsafe fn start(cache: *mut ThreadCache) {
             let limit = initial_limit(class);
             let bin = bin(class);
             (*bin).limit = limit as u16;
+            if is_slot_list(class) {
+                (*bin).slot_mask = slot_start_mask(slot_class_of_list(class));
+            }
             (*bin).room = if config::secure() {
                 SECURE_EMPTY
             } else {

@@ -163,6 +163,28 @@ pub(crate) fn area_of(ptr: *mut u8) -> usize {
         >> STRIDE_SHIFT
 }
 
+/// Every slot starts on a multiple of `1 << SLOT_ALIGN_SHIFT` bytes from its slab (every slot
+/// size is a multiple of 16, and slabs are page-aligned).
+pub(crate) const SLOT_ALIGN_SHIFT: u32 = 4;
+
+/// The tiny area `ptr` lies in, if it does and is 16-byte aligned (as every tiny slot's start
+/// is); `None` for any other pointer (NULL, a misaligned one, a promoted slot). The offset
+/// from the region's start is rotated right by 4, which moves a misaligned pointer's low bits
+/// to the top: one comparison then tests the area and the alignment together, for the
+/// instructions the area test took alone (`free`'s fast path).
+/// With it, the pointer's granule index within its slab (16-byte steps from the slab's start).
+#[inline(always)]
+pub(crate) fn aligned_tiny_area(ptr: *mut u8) -> Option<(usize, usize)> {
+    let rotated = ptr
+        .addr()
+        .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed))
+        .rotate_right(SLOT_ALIGN_SHIFT);
+    (rotated < (SLOT_CLASSES * STRIDE) >> SLOT_ALIGN_SHIFT).then_some((
+        rotated >> (STRIDE_SHIFT - SLOT_ALIGN_SHIFT),
+        rotated & ((SLAB_BYTES >> SLOT_ALIGN_SHIFT) - 1),
+    ))
+}
+
 /// Whether `ptr` lies in a slot area, as every slot does (and no other block).
 #[inline(always)]
 pub(crate) fn is_slot(ptr: *mut u8) -> bool {
@@ -222,6 +244,14 @@ static GEOMETRY: [Geometry; SLOT_AREAS] = {
     geometry
 };
 
+const _: () = {
+    let mut area = 0;
+    while area < SLOT_AREAS {
+        assert!(area_slot_bytes(area).is_multiple_of(1 << SLOT_ALIGN_SHIFT));
+        area += 1;
+    }
+};
+
 /// The bytes of a slot of area `area` (`area < SLOT_AREAS`).
 #[inline(always)]
 fn slot_bytes(area: usize) -> usize {
@@ -247,9 +277,10 @@ struct SlabMeta {
     next: u32,
     /// The previous slab in the partial list (index plus one; 0: none).
     prev: u32,
-    /// Secure mode: the slab's odd slots are red zones (see [`Slabs::shuffle_fresh`]); set
-    /// once, under the lock, and read without it by [`check_red_zones`].
-    red_zones: AtomicU32,
+    /// Secure mode: every slot of the slab ends with a canary word (see
+    /// [`Slabs::shuffle_fresh`]); set once, under the lock, before any slot is handed out, and
+    /// read without it by [`check_canary`].
+    canaries: AtomicU32,
 }
 
 /// One arena's lists of one area's slabs.
@@ -299,19 +330,23 @@ pub(crate) fn is_slot_start(ptr: NonNull<u8>) -> bool {
     within.is_multiple_of(size) && within / size < slots(area) as usize
 }
 
-/// What every word of a red zone holds: the secret mixed with the word's address.
+/// What a guarded slot's last word holds: the secret mixed with the word's address.
 fn canary(word: *const usize) -> usize {
     config::secret() ^ word.addr()
 }
 
-/// Secure mode: checks the red zones on either side of `slot` (a slot start, see
-/// [`is_slot_start`]) if its slab has them, and reports an overflow into one, or a free of a
-/// red zone itself. An overflow or an underflow runs from the slot's edge, so it changes the
-/// red-zone word that touches the slot first: those two words are checked, not the whole
-/// zones (two loads where a 64 B slot's zones took sixteen; a write that skips the adjacent
-/// word is left to the quarantine's check of freed blocks). Reads the table without the
-/// lock: a slab's red-zone flag is set once, before any of its slots is handed out.
-pub(crate) fn check_red_zones(slot: NonNull<u8>) {
+/// The bytes a guarded slot keeps at its end for its canary (secure mode, see
+/// [`Slabs::shuffle_fresh`]).
+pub(crate) const CANARY_BYTES: usize = core::mem::size_of::<usize>();
+
+/// The smallest guarded slot: a free slot's first two words hold its link and its mark, so the
+/// canary needs a third.
+const GUARDED_MIN_BYTES: usize = 32;
+
+/// The bytes and the canary word of slot `slot` if its slab's slots are guarded (secure
+/// mode); `None` for a slot of any other slab. Reads the table without the lock: a slab's
+/// flag is set once, before any of its slots is handed out.
+fn canary_of(slot: NonNull<u8>) -> Option<(usize, *mut usize)> {
     let offset = slot
         .as_ptr()
         .addr()
@@ -326,25 +361,37 @@ pub(crate) fn check_red_zones(slot: NonNull<u8>) {
         .wrapping_add(SLOT_AREAS * STRIDE)
         .cast::<SlabMeta>();
     // SAFETY: the slot lies in a started slab, whose metadata row is committed.
-    let zoned = unsafe { &(*table.wrapping_add(index * SLOT_AREAS + area)).red_zones };
-    if zoned.load(Ordering::Relaxed) == 0 {
-        return;
+    let guarded = unsafe { &(*table.wrapping_add(index * SLOT_AREAS + area)).canaries };
+    if guarded.load(Ordering::Relaxed) == 0 {
+        return None;
     }
     let size = slot_bytes(area);
-    let at = (offset & (SLAB_BYTES - 1)) / size;
-    if at % 2 == 1 {
-        crate::fault::invalid_pointer("free", slot.as_ptr());
+    Some((size, slot.as_ptr().wrapping_add(size - CANARY_BYTES).cast()))
+}
+
+/// The bytes slot `slot` (a pointer into a slot area) holds for its program: its size, less
+/// its canary in a guarded slab (secure mode only: the default build reads no table here).
+pub(crate) fn usable_bytes(slot: NonNull<u8>) -> usize {
+    let guarded = if config::secure() {
+        canary_of(slot)
+    } else {
+        None
+    };
+    match guarded {
+        Some((size, _)) => size - CANARY_BYTES,
+        None => slot_bytes(area_of(slot.as_ptr())),
     }
-    let words = slot.as_ptr().cast::<usize>();
-    let last_before = words.wrapping_sub(1);
-    // SAFETY: slot `at - 1` is a red zone of the same committed slab.
-    if at > 0 && unsafe { last_before.read() } != canary(last_before) {
-        crate::fault::overflow(slot.as_ptr(), size, false);
-    }
-    let first_after = words.wrapping_add(size / core::mem::size_of::<usize>());
-    // SAFETY: slot `at + 1`, below the slab's count, is a red zone of the same slab.
-    if at + 1 < slots(area) as usize && unsafe { first_after.read() } != canary(first_after) {
-        crate::fault::overflow(slot.as_ptr(), size, true);
+}
+
+/// Secure mode: reports an overflow past `slot` (a slot start) if its slab is guarded and
+/// its canary changed. An overflow runs from the slot's end, so it changes the canary first;
+/// an underflow into the slot below changes that slot's canary, found when it is freed.
+pub(crate) fn check_canary(slot: NonNull<u8>) {
+    if let Some((size, word)) = canary_of(slot) {
+        // SAFETY: the canary word lies in the slot, in a committed slab.
+        if unsafe { word.read() } != canary(word) {
+            crate::fault::overflow(slot.as_ptr(), size - CANARY_BYTES);
+        }
     }
 }
 
@@ -663,11 +710,11 @@ impl Slabs {
     /// Secure mode: puts the slots of slab `index` of `area` not yet handed out on its free
     /// list in a random order, so that a program cannot predict which slot neighbours which:
     /// the order `start + k * step` (modulo their count) for a random start and a random step
-    /// prime to the count, which visits each once. A slab never used before gets red zones:
-    /// its odd slots are never handed out (counted out for good) but filled with a canary
-    /// ([`canary`]), so an overflow from a slot into the next, or an underflow into the one
-    /// before, is found when the slot is freed ([`check_red_zones`]). Half the slab's slots
-    /// are the price.
+    /// prime to the count, which visits each once. Each gets a canary ([`canary`]) in its last
+    /// word (slots of at least [`GUARDED_MIN_BYTES`]), which secure mode's requests leave
+    /// unused (see `size_class::guarded_list_of_request`), so that an overflow past a slot is
+    /// found when the slot is freed ([`check_canary`]). A slab is marked guarded only when
+    /// it starts (its first slots handed out before secure mode was on have no canary).
     ///
     /// # Safety
     /// The slab is started and the lock held.
@@ -682,25 +729,20 @@ impl Slabs {
             if from == all {
                 return;
             }
-            // With red zones, slot `2 * j` for the `j`-th slot handed out, else `from + j`.
-            let zoned = from == 0;
-            let count = if zoned { all.div_ceil(2) } else { all - from };
-            if zoned {
-                for zone in (1..all).step_by(2) {
-                    let words = slab.add(zone * size).cast::<usize>();
-                    for word in 0..size / core::mem::size_of::<usize>() {
-                        words.add(word).write(canary(words.add(word).as_ptr()));
-                    }
-                }
-                meta.used += (all / 2) as u32;
-                meta.red_zones.store(1, Ordering::Relaxed);
+            let guarded = size >= GUARDED_MIN_BYTES;
+            if guarded && from == 0 {
+                meta.canaries.store(1, Ordering::Relaxed);
             }
+            let count = all - from;
             let start = (config::random() % count as u64) as usize;
             let step = step_prime_to(count);
             let mut head = meta.free;
             for k in 0..count {
-                let j = (start + k * step) % count;
-                let slot = slab.add(if zoned { 2 * j } else { from + j } * size);
+                let slot = slab.add((from + (start + k * step) % count) * size);
+                if guarded {
+                    let word = slot.add(size - CANARY_BYTES).cast::<usize>();
+                    word.write(canary(word.as_ptr()));
+                }
                 link::set(slot, head);
                 head = slot.as_ptr();
             }

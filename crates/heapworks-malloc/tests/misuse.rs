@@ -1,7 +1,8 @@
 //! Misuse caught by the default build (tests/c/misuse.c): double frees of slots, core blocks,
-//! medium and large blocks (at once and after another free), frees of stack and global
-//! pointers. Each run must abort with our message naming the fault and the address. A use after
-//! free cannot make malloc return an address the program chose (safe-linking).
+//! medium and large blocks (at once and after another free), frees of interior pointers
+//! (tiny slots of power-of-two sizes, core and large blocks), misaligned, stack and global
+//! pointers. Each run must abort with our message naming the fault and the address. A use
+//! after free cannot make malloc return an address the program chose (safe-linking).
 
 mod common;
 
@@ -18,6 +19,27 @@ fn double_frees_are_caught_at_every_size() {
     for size in ["24", "64", "300", "1000", "4000", "100000", "1048576"] {
         caught(&["double", size], "double free of");
         caught(&["delayed", size], "double free of");
+    }
+}
+
+#[test]
+fn misaligned_frees_are_caught_at_every_size() {
+    // Tiny slots (the fast path's rotated area test), a promoted class's size, core blocks,
+    // medium and large ones.
+    for size in [
+        "16", "64", "128", "300", "1000", "4000", "100000", "1048576",
+    ] {
+        caught(&["misaligned", size], "free of");
+    }
+}
+
+#[test]
+fn interior_frees_are_caught() {
+    // The tiny slots of power-of-two sizes (the fast path's slot-start mask; a 48, 80 or 112 B
+    // slot's has no bit to test), core blocks (their "header" is the program's data) and
+    // large ones.
+    for size in ["32", "64", "128", "4000", "1048576"] {
+        caught(&["interior", size], "free of");
     }
 }
 

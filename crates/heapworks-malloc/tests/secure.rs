@@ -30,8 +30,8 @@ fn writes_after_free_are_found_when_the_quarantine_lets_the_block_go() {
 
 #[test]
 fn overflows_into_a_neighbour_are_caught() {
-    // Slots of 64 B (an even number a slab: every handed-out slot has a red zone after it),
-    // heap blocks (the neighbour's header), a large block (its guard page).
+    // Slots (the canary word each ends with), heap blocks (the neighbour's header), a large
+    // block (its guard page).
     for size in ["64", "300", "1000", "4000", "1048576"] {
         caught(&["overflow", size], "");
     }

@@ -48,6 +48,13 @@ int main(int argc, char **argv) {
         free(p);
         free(q);
         free(launder(p));
+    } else if (!strcmp(argv[1], "interior")) {
+        char *p = malloc(size);
+        memset(p, 0x11, size);
+        free(launder(p + (size / 2 & ~(size_t)15)));
+    } else if (!strcmp(argv[1], "misaligned")) {
+        char *p = malloc(size);
+        free(launder(p + 1));
     } else if (!strcmp(argv[1], "stack")) {
         free(launder(stack_bytes + 64));
     } else if (!strcmp(argv[1], "global")) {
