@@ -244,6 +244,39 @@ fn a_full_heap_grows_a_block_back_into_its_free_neighbours() {
 }
 
 #[test]
+fn a_block_slides_back_a_shorter_distance_than_its_length() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    let left = alloc(&mut heap, 40);
+    let middle = alloc(&mut heap, 3000);
+    // The block and its right neighbour fall just short of 5000 bytes; with the left one
+    // they hold them.
+    let right = alloc(&mut heap, 1960);
+    let rest = heap.stats().largest_free;
+    let _fill = alloc(&mut heap, rest);
+    let pattern = |i: usize| (i % 251) as u8;
+    // SAFETY: `middle` is live with 3000 bytes.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(middle.as_ptr(), 3000) };
+    bytes
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = pattern(i));
+    free(&mut heap, left);
+    free(&mut heap, right);
+    // The copy overlaps its source: it moves back by the small left chunk, in many pieces.
+    // SAFETY: `middle` is live with this layout.
+    let grown = unsafe { heap.realloc(middle, layout(3000), 5000) }.unwrap();
+    assert_eq!(grown, left, "the block slid back into its left neighbour");
+    // SAFETY: `grown` is live with at least 5000 bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(grown.as_ptr(), 3000) };
+    assert!(
+        bytes.iter().enumerate().all(|(i, &b)| b == pattern(i)),
+        "contents kept, in order, across the overlapping slide"
+    );
+    heap.check().unwrap();
+}
+
+#[test]
 fn the_last_block_grows_into_the_free_tail() {
     let mut arena = Arena::new(64 * 1024);
     let mut heap = arena.heap();
