@@ -36,6 +36,10 @@ use crate::stats::Counters;
 const MOVE_ON_SHRINK_FROM: usize = 8 << 10;
 /// Such a move is made only into a chunk that it fills to within this many bytes.
 const MOVE_LEAVES_LESS_THAN: usize = 2 << 10;
+/// Whether shrinking blocks move at all: not on wasm32, whose heaps grow from a memory source
+/// rather than run short, and where the copy writes pages that Gear charges per message; the
+/// move's code is 2.4 KB there (crates/heapworks/TUNING.md).
+const MOVES_ON_SHRINK: bool = !cfg!(target_arch = "wasm32");
 
 /// Whether free and realloc validate their pointer first (feature `checked`, or debug builds).
 pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
@@ -481,7 +485,7 @@ impl<I: FreeIndex> Heap<I> {
     /// the tail in place, except when memory runs short (less than a quarter of the heap
     /// free): then a block shrinking to 8 KiB or more moves into a smaller free chunk that it
     /// fills to within 2 KiB, if there is one, so that free space stays in fewer, larger chunks
-    /// ([`Heap::try_shrink_in_place`] never moves). On failure the old block is untouched.
+    /// ([`Heap::try_shrink_in_place`] never moves; on wasm32 no shrink moves). On failure the old block is untouched.
     /// `new_size == 0` shrinks to a minimal block.
     ///
     /// # Safety
@@ -645,7 +649,10 @@ impl<I: FreeIndex> Heap<I> {
         let Counters {
             managed, in_use, ..
         } = self.counters;
-        needed >= MOVE_ON_SHRINK_FROM && align <= GRANULE && (managed - in_use) < managed / 4
+        MOVES_ON_SHRINK
+            && needed >= MOVE_ON_SHRINK_FROM
+            && align <= GRANULE
+            && (managed - in_use) < managed / 4
     }
 
     /// Moves a shrinking block into a free chunk that it fills to within
@@ -689,7 +696,7 @@ impl<I: FreeIndex> Heap<I> {
     /// The last resort of a growing realloc that found no free chunk to move to: the block
     /// slides back into its free left neighbour, taking its free right neighbour too, when the
     /// three together hold `needed` bytes at `new`'s alignment. Only a heap close to full gets
-    /// here, so the copy (`memmove`, the spans overlap) is never on a fast path.
+    /// here, so the copy (the spans overlap, see [`copy_down`]) is never on a fast path.
     ///
     /// # Safety
     /// `chunk` is the chunk of the live block `ptr`, allocated with `old`, of fewer than
@@ -732,7 +739,7 @@ impl<I: FreeIndex> Heap<I> {
                 self.index.unlink(chunk.after(size), I::slot_of(next_size));
             }
             let keep = old.size().min(new.size());
-            core::ptr::copy(ptr.as_ptr(), prev.payload().as_ptr(), keep);
+            copy_down(ptr.as_ptr(), prev.payload().as_ptr(), keep);
             // `occupy_span` expects a span that was free, whose right neighbour says so.
             chunk.after(size + next_size).set_prev_in_use(false);
             let taken = self.occupy_span(
@@ -947,6 +954,25 @@ enum Filed {
     Entry(Chunk, usize),
     /// This chunk, found by the index's good fit under this slot.
     Head(Chunk, usize),
+}
+
+/// Copies `len` bytes from `src` down to `dst`, which lies before it, the two ranges possibly
+/// overlapping: front to back in pieces no longer than the distance between them, so that each
+/// piece is a copy of disjoint ranges whose source no earlier piece overwrote. Used instead of
+/// `core::ptr::copy` so that `memmove` (1.8 KB of wasm32 code) is not linked for one cold path.
+///
+/// # Safety
+/// `dst < src`, and both ranges are valid for `len` bytes.
+unsafe fn copy_down(src: *const u8, dst: *mut u8, len: usize) {
+    let distance = src.addr() - dst.addr();
+    let mut done = 0;
+    while done < len {
+        let piece = distance.min(len - done);
+        // SAFETY: `[dst + done, dst + done + piece)` ends at or before `src + done`, where the
+        // piece read starts, and every earlier piece wrote below `dst + done`.
+        unsafe { core::ptr::copy_nonoverlapping(src.add(done), dst.add(done), piece) };
+        done += piece;
+    }
 }
 
 /// The padding to put in front of `chunk`'s payload so it is aligned to `align` (a power of two

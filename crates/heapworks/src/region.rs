@@ -180,18 +180,19 @@ impl<I: FreeIndex> Heap<I> {
         // SAFETY: forwarded from the caller; the last chunk is found through the boundary tag.
         unsafe {
             let last_is_free = sentinel.header() & PREV_IN_USE == 0;
-            if last_is_free {
+            // One insertion for both cases: the index's code is inlined at each call.
+            let (free, free_size) = if last_is_free {
                 let last_size = sentinel.prev_free_size();
                 let last = sentinel.before(last_size);
                 self.index.unlink(last, I::slot_of(last_size));
-                last.write_free(last_size + gap, true);
-                self.index.insert(last, last_size + gap);
+                (last, last_size + gap)
             } else if gap >= MIN_CHUNK {
-                sentinel.write_free(gap, true);
-                self.index.insert(sentinel, gap);
+                (sentinel, gap)
             } else {
                 return None;
-            }
+            };
+            free.write_free(free_size, true);
+            self.index.insert(free, free_size);
             let new_sentinel = sentinel.after(gap);
             new_sentinel.set_header(IN_USE);
             self.counters.managed += gap;

@@ -210,37 +210,70 @@ fn realloc_grows_into_a_free_neighbour_in_place() {
     heap.check().unwrap();
 }
 
+/// A byte pattern whose order a misplaced copy would break.
+fn pattern(i: usize) -> u8 {
+    (i % 251) as u8
+}
+
+/// Whether the first `len` bytes at `ptr` hold [`pattern`].
+fn holds_pattern(ptr: NonNull<u8>, len: usize) -> bool {
+    // SAFETY: the callers pass a live block of at least `len` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), len) };
+    bytes.iter().enumerate().all(|(i, &b)| b == pattern(i))
+}
+
+/// Fills the heap with blocks of `left`, `middle` and `right` bytes and the rest, writes
+/// [`pattern`] into the middle one, frees its neighbours and grows it to `new_size` bytes,
+/// which only the three chunks together hold: the block slides back. Returns it.
+fn slide_back(heap: &mut Heap, [left, middle, right]: [usize; 3], new_size: usize) -> NonNull<u8> {
+    let left_block = alloc(heap, left);
+    let middle_block = alloc(heap, middle);
+    let right_block = alloc(heap, right);
+    let rest = heap.stats().largest_free;
+    let _fill = alloc(heap, rest);
+    // SAFETY: `middle_block` is live with `middle` bytes.
+    let bytes = unsafe { std::slice::from_raw_parts_mut(middle_block.as_ptr(), middle) };
+    bytes
+        .iter_mut()
+        .enumerate()
+        .for_each(|(i, b)| *b = pattern(i));
+    free(heap, left_block);
+    free(heap, right_block);
+    // SAFETY: `middle_block` is live with this layout.
+    let grown = unsafe { heap.realloc(middle_block, layout(middle), new_size) }.unwrap();
+    assert_eq!(
+        grown, left_block,
+        "the block slid back into its left neighbour"
+    );
+    assert!(
+        holds_pattern(grown, middle),
+        "contents kept, in order, across the slide"
+    );
+    heap.check().unwrap();
+    grown
+}
+
 #[test]
 fn a_full_heap_grows_a_block_back_into_its_free_neighbours() {
     let mut arena = Arena::new(64 * 1024);
     let mut heap = arena.heap();
-    let left = alloc(&mut heap, 2000);
-    let middle = alloc(&mut heap, 2000);
-    let right = alloc(&mut heap, 2000);
-    let rest = heap.stats().largest_free;
-    let _fill = alloc(&mut heap, rest);
-    // SAFETY: `middle` is live with 2000 bytes.
-    unsafe { middle.as_ptr().write_bytes(0x5a, 2000) };
-    free(&mut heap, left);
-    free(&mut heap, right);
     // Neither neighbour alone, nor any other chunk, holds 5000 bytes; the three together do.
-    // SAFETY: `middle` is live with this layout.
-    let grown = unsafe { heap.realloc(middle, layout(2000), 5000) }.unwrap();
-    assert_eq!(grown, left, "the block slid back into its left neighbour");
-    // SAFETY: `grown` is live with at least 5000 bytes.
-    let bytes = unsafe { std::slice::from_raw_parts(grown.as_ptr(), 2000) };
-    assert!(
-        bytes.iter().all(|&b| b == 0x5a),
-        "contents kept across the slide"
-    );
-    heap.check().unwrap();
+    let grown = slide_back(&mut heap, [2000, 2000, 2000], 5000);
     // Beyond the three, the request fails and the block stays as it was.
-    // SAFETY: as above.
+    // SAFETY: `grown` is live with this layout.
     assert!(unsafe { heap.realloc(grown, layout(5000), 7000) }.is_err());
-    // SAFETY: as above.
-    let bytes = unsafe { std::slice::from_raw_parts(grown.as_ptr(), 2000) };
-    assert!(bytes.iter().all(|&b| b == 0x5a));
+    assert!(holds_pattern(grown, 2000));
     heap.check().unwrap();
+}
+
+#[test]
+fn a_block_slides_back_a_shorter_distance_than_its_length() {
+    let mut arena = Arena::new(64 * 1024);
+    let mut heap = arena.heap();
+    // The block and its right neighbour fall just short of 5000 bytes; with the small left
+    // one they hold them. The copy overlaps its source: it moves back by the left chunk's
+    // size, in many pieces.
+    slide_back(&mut heap, [40, 3000, 1960], 5000);
 }
 
 #[test]

@@ -439,7 +439,8 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// line, so the cached path needs no registers saved.
     ///
     /// # Safety
-    /// `ptr` is a live block of this front and `tag` the word before it.
+    /// `ptr` is a live block of this front and `tag` the word before it, or for a heap block
+    /// any word without `TAG`.
     #[inline(never)]
     unsafe fn release_uncached(&mut self, ptr: NonNull<u8>, tag: usize) {
         // SAFETY: forwarded from the caller; a slot's class is below `CLASSES`.
@@ -574,7 +575,9 @@ impl<I: FreeIndex> FrontHeap<I> {
                     }
                     // A block the heap hands out later at this address must not read as a slab.
                     (*slab.as_ptr()).seal = 0;
-                    self.heap.free(slab.cast());
+                    // Through the free path's own out-of-line call (a slab is a heap block,
+                    // which a tag without `TAG` says), not a second copy of the heap's merge.
+                    self.release_uncached(slab.cast(), 0);
                     released += 1;
                 } else {
                     kept = Some(slab);

@@ -67,6 +67,12 @@ const GROWTH_MARGIN: usize = 256;
 /// small tail of memory the program already owns).
 const GROWTH_ROUNDS: usize = 2;
 
+/// The stage of [`SourcedHeap::make_room`] after its last resort.
+const LAST_RESORT: usize = GROWTH_ROUNDS + 2;
+
+/// What [`SourcedHeap::make_room`] returns when no step is left.
+const GIVE_UP: usize = usize::MAX;
+
 /// A [`Heap`] without a lock that grows from a [`MemorySource`]: the `#[global_allocator]` of
 /// single-threaded programs whose memory comes in pages (wasm32). `SourcedHeap<S, FrontHeap>`
 /// serves from a [`FrontHeap`] instead ([`SourcedHeap::front_with_source`]).
@@ -195,47 +201,107 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
         }
     }
 
-    /// The slow path of a request the heap could not serve: an `attempt` after reclaiming
+    /// One step of the slow path of a request the heap could not serve, before the next
+    /// attempt: `stage` counts the steps taken (0 before the first). The first step reclaims
     /// what the engine holds in reserve (a front's free slabs) when the heap has doubled since
-    /// the last time, then up to [`GROWTH_ROUNDS`] growths, each followed by another `attempt`,
-    /// and when the source refuses, a last `attempt` after reclaiming. Every result here is one
-    /// word (an attempt's too), so the slow path, like the fast paths, needs no stack frame in
-    /// linear memory: on wasm32 a frame there is a store to a page that Gear charges per
-    /// message, and a program's first allocation takes this path.
+    /// the last time; then up to [`GROWTH_ROUNDS`] growths; when the source refuses, a last
+    /// reclaim. Returns the next stage, or [`GIVE_UP`] when no step is left that could help.
+    ///
+    /// The caller loops over its own attempt and this step, so that the attempt's code (a
+    /// realloc's whole resize) is in the module once; and every value passed either way is
+    /// one word, so the slow path, like the fast paths, needs no stack frame in linear memory:
+    /// on wasm32 a frame there is a store to a page that Gear charges per message, and a
+    /// program's first allocation takes this path.
     ///
     /// # Safety
     /// Exclusive access to the heap and the source (the promise of `with_source`).
     #[cold]
     #[inline(never)]
-    unsafe fn grow_and_retry(
-        &self,
-        layout: Layout,
-        mut attempt: impl FnMut(&mut H) -> Option<NonNull<u8>>,
-    ) -> Option<NonNull<u8>> {
-        // SAFETY: exclusive access, from the caller; each borrow of the heap ends before the
-        // next growth.
-        if self.reclaim_due() && unsafe { self.heap() }.reclaim() {
-            // SAFETY: as above.
-            if let Some(block) = attempt(unsafe { self.heap() }) {
-                return Some(block);
+    unsafe fn make_room(&self, layout: Layout, stage: usize) -> usize {
+        let mut stage = stage;
+        if stage == 0 {
+            stage = 1;
+            // SAFETY: exclusive access, from the caller.
+            if self.reclaim_due() && unsafe { self.heap() }.reclaim() {
+                return stage;
             }
         }
-        let mut rounds = GROWTH_ROUNDS;
+        // `stage - 1` growths so far.
+        // SAFETY: exclusive access, from the caller.
+        if stage <= GROWTH_ROUNDS && unsafe { self.take_more(layout) } {
+            return stage + 1;
+        }
+        // The source refused, or growth did not help: what the engine holds in reserve is the
+        // last resort.
         // SAFETY: as above.
-        while rounds > 0 && unsafe { self.take_more(layout) } {
-            rounds -= 1;
+        if stage != LAST_RESORT && unsafe { self.heap() }.reclaim() {
+            return LAST_RESORT;
+        }
+        GIVE_UP
+    }
+
+    /// [`GlobalAlloc::alloc`]'s slow path: the attempts of [`SourcedHeap::make_room`].
+    ///
+    /// # Safety
+    /// Exclusive access to the heap and the source (the promise of `with_source`).
+    #[cold]
+    #[inline(never)]
+    unsafe fn alloc_slow(&self, layout: Layout) -> *mut u8 {
+        let mut stage = 0;
+        loop {
+            // SAFETY: exclusive access, from the caller; no borrow of the heap is alive.
+            stage = unsafe { self.make_room(layout, stage) };
+            if stage == GIVE_UP {
+                return null_mut();
+            }
             // SAFETY: as above.
-            if let Some(block) = attempt(unsafe { self.heap() }) {
-                return Some(block);
+            if let Ok(block) = unsafe { self.heap() }.allocate(layout) {
+                return block.as_ptr();
             }
         }
-        // The source refused: what the engine holds in reserve is the last resort.
-        // SAFETY: as above.
-        if unsafe { self.heap() }.reclaim() {
-            // SAFETY: as above.
-            return attempt(unsafe { self.heap() });
+    }
+
+    /// [`GlobalAlloc::realloc`]'s slow path: the attempts of [`SourcedHeap::make_room`]. A
+    /// failed attempt leaves the block live and unchanged.
+    ///
+    /// # Safety
+    /// As for [`SourcedHeap::try_resize`].
+    #[cold]
+    #[inline(never)]
+    unsafe fn realloc_slow(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> *mut u8 {
+        let mut stage = 0;
+        loop {
+            // SAFETY: exclusive access, from the caller; no borrow of the heap is alive.
+            stage = unsafe { self.make_room(new, stage) };
+            if stage == GIVE_UP {
+                return null_mut();
+            }
+            // SAFETY: as above; the block is still live with layout `old`.
+            let moved = unsafe { self.try_resize(ptr, old, new) };
+            if !moved.is_null() {
+                return moved;
+            }
         }
-        None
+    }
+
+    /// An attempt to resize the live block at `ptr` from `old` to `new`, after growth: the
+    /// moved block, or null with the block unchanged. The first attempt, before any growth,
+    /// validated the block (a checked build reports misuse there), and growth changes no
+    /// block: misuse cannot show up here, and if it did it would count as out of memory.
+    ///
+    /// `realloc`'s first attempt is its own inlined copy of this code: calling this one
+    /// instead would save 3.1 KB of wasm32 code but cost every realloc a call (5.6 k gas,
+    /// a quarter of a small in-place realloc's; see TUNING.md).
+    ///
+    /// # Safety
+    /// Exclusive access to the heap (the promise of `with_source`); `ptr` is a live block of
+    /// the heap allocated with `old`.
+    unsafe fn try_resize(&self, ptr: NonNull<u8>, old: Layout, new: Layout) -> *mut u8 {
+        // SAFETY: forwarded from the caller.
+        match unsafe { self.heap().resize_or_misuse(ptr, old, new) } {
+            Ok(Ok(moved)) => moved.as_ptr(),
+            Ok(Err(_)) | Err(_) => null_mut(),
+        }
     }
 
     /// Whether the heap has doubled since the engine last reclaimed its reserve (and so it is
@@ -252,25 +318,6 @@ impl<S: MemorySource, H: Engine> SourcedHeap<S, H> {
     }
 }
 
-/// An attempt to serve `layout` from the heap, for [`SourcedHeap::grow_and_retry`].
-fn allocate<H: Engine>(layout: Layout) -> impl FnMut(&mut H) -> Option<NonNull<u8>> {
-    move |heap| heap.allocate(layout).ok()
-}
-
-/// An attempt to resize the block at `ptr` from `old` to `new`, for
-/// [`SourcedHeap::grow_and_retry`]. The first attempt, before any growth, validated the block
-/// (a checked build reports misuse there), and growth changes no block: misuse cannot show up
-/// here, and if it did it would count as out of memory (the request fails with null).
-fn resize<H: Engine>(
-    ptr: NonNull<u8>,
-    old: Layout,
-    new: Layout,
-) -> impl FnMut(&mut H) -> Option<NonNull<u8>> {
-    // SAFETY: the caller of `realloc` passed a live block with its layout, still live after
-    // every failed attempt.
-    move |heap| unsafe { heap.resize_or_misuse(ptr, old, new) }.ok()?.ok()
-}
-
 // SAFETY: blocks come from the heap, which hands out each block once with the requested layout;
 // exclusive access comes from the single-thread promise of `with_source`. Misuse caught by a
 // checked build is reported after the heap's borrow ends.
@@ -283,8 +330,7 @@ unsafe impl<S: MemorySource, H: Engine> GlobalAlloc for SourcedHeap<S, H> {
         match unsafe { self.heap() }.allocate(layout) {
             Ok(block) => block.as_ptr(),
             // SAFETY: as above.
-            Err(_) => unsafe { self.grow_and_retry(layout, allocate(layout)) }
-                .map_or(null_mut(), NonNull::as_ptr),
+            Err(_) => unsafe { self.alloc_slow(layout) },
         }
     }
 
@@ -309,12 +355,10 @@ unsafe impl<S: MemorySource, H: Engine> GlobalAlloc for SourcedHeap<S, H> {
         // does not overflow `isize`, which is all a `Layout` asks of it.
         let new = unsafe { Layout::from_size_align_unchecked(new_size, layout.align()) };
         // SAFETY: single-threaded; the caller passes a live block with its layout.
-        let outcome = unsafe { self.heap().resize_or_misuse(ptr, layout, new) };
-        match outcome {
+        match unsafe { self.heap().resize_or_misuse(ptr, layout, new) } {
             Ok(Ok(moved)) => moved.as_ptr(),
             // SAFETY: as above; the block stays live after a failed resize.
-            Ok(Err(_)) => unsafe { self.grow_and_retry(new, resize(ptr, layout, new)) }
-                .map_or(null_mut(), NonNull::as_ptr),
+            Ok(Err(_)) => unsafe { self.realloc_slow(ptr, layout, new) },
             Err(misuse) => global::abort_on(&misuse),
         }
     }
