@@ -81,7 +81,7 @@ pub(crate) fn test_heap<I: FreeIndex>(memory: &mut [u128]) -> crate::Heap<I> {
 /// is most of a test's time (CI's Miri run), and a fault is still caught a few steps on.
 #[cfg(test)]
 pub(crate) fn checks_after(step: usize) -> bool {
-    !cfg!(miri) || step % 8 == 0
+    !cfg!(miri) || step.is_multiple_of(8)
 }
 
 /// Allocates `count` blocks of `sizes` (in turn), then frees them in a scrambled order,
