@@ -43,7 +43,7 @@ impl Bitmap {
     #[inline(always)]
     pub(crate) fn set(&mut self, bin: usize) {
         let word = &mut self.words[bin / BITS];
-        // As in `clear_if`, a predictable branch: words seldom go from empty to non-empty.
+        // As in `clear`, a predictable branch: words seldom go from empty to non-empty.
         if *word == 0 {
             self.summary |= 1 << (bin / BITS);
         }
@@ -54,11 +54,11 @@ impl Bitmap {
         }
     }
 
-    /// Clears `bin`'s bit when `emptied`, without a branch.
+    /// Clears `bin`'s bit.
     #[inline(always)]
-    pub(crate) fn clear_if(&mut self, bin: usize, emptied: bool) {
+    pub(crate) fn clear(&mut self, bin: usize) {
         let word = &mut self.words[bin / BITS];
-        *word &= !(u64::from(emptied) << (bin % BITS));
+        *word &= !(1 << (bin % BITS));
         // A branch, but a predictable one: a word spans a whole octave of bins, and a heap
         // seldom empties one.
         if *word == 0 {
@@ -194,7 +194,7 @@ mod tests {
             if state & 0x100 == 0 {
                 bitmap.set(bin);
             } else {
-                bitmap.clear_if(bin, true);
+                bitmap.clear(bin);
             }
             let from = (state >> 9) as usize % BIN_COUNT;
             assert_eq!(
@@ -213,7 +213,7 @@ mod tests {
         assert_eq!(bitmap.first_at_or_above(0), Some(BIN_COUNT - 1));
         assert_eq!(bitmap.first_at_or_above(BIN_COUNT - 1), Some(BIN_COUNT - 1));
         assert_eq!(bitmap.first_at_or_above(BIN_COUNT), None);
-        bitmap.clear_if(BIN_COUNT - 1, true);
+        bitmap.clear(BIN_COUNT - 1);
         bitmap.set(0);
         assert_eq!(bitmap.first_at_or_above(1), None);
         assert_eq!(bitmap.last(), Some(0));
@@ -228,7 +228,7 @@ mod tests {
         bitmap.set(bin);
         assert!(bitmap.is_set(bin));
         assert!((0..BITS).all(|w| bitmap.is_set(SUMMARY_BITS + w) == (w == word)));
-        bitmap.clear_if(bin, true);
+        bitmap.clear(bin);
         assert!((0..BITS).all(|w| !bitmap.is_set(SUMMARY_BITS + w)));
     }
 
