@@ -66,6 +66,12 @@ impl Bitmap {
         }
     }
 
+    /// Whether bin `bin` is marked non-empty (`bin < BIN_SLOTS`).
+    #[inline(always)]
+    pub(crate) fn contains(&self, bin: usize) -> bool {
+        self.words[bin / BITS] & (1 << (bin % BITS)) != 0
+    }
+
     /// Whether bit `bit` is set: bin `bit`'s occupancy bit for `bit < BIN_SLOTS` (spare slots
     /// included), summary bit `bit - SUMMARY_BITS` from [`SUMMARY_BITS`] on. For the checker,
     /// which reads the bitmap only through this (see [`crate::index::bins`]'s `is_marked`).
@@ -201,6 +207,7 @@ mod tests {
                 bitmap.first_at_or_above(from),
                 first_set_by_scan(&bitmap, from)
             );
+            assert_eq!(bitmap.contains(bin), bitmap.is_set(bin));
             let last = (0..BIN_COUNT).rev().find(|&b| bitmap.is_set(b));
             assert_eq!(bitmap.last(), last);
         }

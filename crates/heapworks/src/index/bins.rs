@@ -24,17 +24,20 @@
 //! carve runs of blocks from one free chunk and give the last ones back to it: with that chunk
 //! in a list, each carve moved its entry to another bin (a list unlink, a list insert and two
 //! bitmap writes, as its bins are mostly singletons) and each merge back did so again; as the
-//! victim, a carve or a merge rewrites one or two words. A request's good fit is the smaller
-//! of the lists' good fit and the victim (when the victim fits), so placement stays a good
-//! fit. Splitting a listed chunk for a good fit makes its rest the victim, the old victim
-//! joining the lists; the victim taken whole leaves none until the next such split. Only the [`Index`] methods (the default heap's) keep a victim; the inherent methods
+//! victim, a carve or a merge rewrites one or two words. A small request takes, as dlmalloc's
+//! do, the head of its own bin if it fits (an exact fit below 2 KiB), else the victim if it
+//! fits, else the head of the first non-empty bin above its own: the victim is preferred to
+//! a tighter fit in a larger bin, which keeps a run of requests in one chunk. Splitting a
+//! listed chunk for such a request makes its rest the victim, the old victim joining the
+//! lists; the victim taken whole leaves none until the next such split. Only the [`Index`] methods (the default heap's) keep a victim; the inherent methods
 //! work on the lists alone, which is how [`crate::index::Hybrid`] uses them (its victim stays
 //! empty).
 //!
 //! Finding a chunk for a request of `size` bytes ([`Bins::find`]) is TLSF's *good fit*:
 //! the head of the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk
-//! fits, else the victim if it fits: one masked bit scan (two with the bitmap's summary), no
-//! list walk, and the only chunk touched is the one taken. Bins are 1/64 of an octave wide, so skipping the request's own bin
+//! fits, or the victim if it fits and is smaller: one masked bit scan (two with the bitmap's
+//! summary), no list walk, and the only chunk touched is the one taken. (A small request's
+//! fast path prefers the victim, above.) Bins are 1/64 of an octave wide, so skipping the request's own bin
 //! costs little fit. Requests of at least [`BEST_FIT_FROM`] bytes (rare, and followed by a copy
 //! or a fill of as many bytes) first look at the first [`BEST_FIT_SCAN`] chunks of their own
 //! bin for the smallest that fits: large blocks are what fragmentation strands, and this
@@ -535,10 +538,11 @@ impl Bins {
         Some((self.victim?, VICTIM))
     }
 
-    /// The lists' good fit for `size` bytes or the victim, whichever is smaller (the victim
-    /// when the lists have none that fits).
+    /// The lists' good fit for `size` bytes or the victim, whichever is smaller: what a large
+    /// request (and every caller of [`Bins::find`]) gets, since fragmentation strands large
+    /// blocks.
     #[inline(always)]
-    fn good_fit_or_victim(&self, size: usize) -> Option<(Chunk, usize)> {
+    fn tighter_fit(&self, size: usize) -> Option<(Chunk, usize)> {
         let listed = self.good_fit(size);
         if let Some((head, _)) = listed {
             // SAFETY: a list head is a free chunk with a valid header.
@@ -549,9 +553,38 @@ impl Bins {
         self.victim_for(size)
     }
 
+    /// A chunk for `size` bytes that is cheap to find, and its slot, in this order: the head
+    /// of the request's own bin if it fits (an exact fit in the exact bins), the victim if it
+    /// fits, the head of the first non-empty bin above. Cost: the bin formula and one bit test,
+    /// then a compare for the victim, then the bitmap search (see the module docs).
+    #[inline(always)]
+    fn good_fit_or_victim(&self, size: usize) -> Option<(Chunk, usize)> {
+        let bin = bin_of(size);
+        // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
+        unsafe { assert_a_bin(bin) };
+        if self.occupancy.contains(bin) {
+            // SAFETY: a marked bin heads a list of at least one free chunk (this module's
+            // invariant, verified by the checker), whose header is valid.
+            unsafe {
+                let head = self.head_word(bin).unwrap_unchecked();
+                if head.size() >= size {
+                    return Some((head, bin));
+                }
+            }
+        }
+        if let Some(victim) = self.victim_for(size) {
+            return Some(victim);
+        }
+        // Every chunk of a bin above the request's holds `size` bytes.
+        let above = self.occupancy.first_at_or_above(bin + 1)?;
+        // SAFETY: as above: a marked bin heads a list (and the bitmap names slots below
+        // `BIN_SLOTS`).
+        Some((unsafe { self.head_word(above).unwrap_unchecked() }, above))
+    }
+
     /// A free chunk of at least `size` bytes and its slot, still filed (see the module docs):
-    /// for a large request, the bounded best fit in its own bin; then the good fit in the
-    /// lists; then the victim; then the walk of the request's own bin.
+    /// for a large request, the bounded best fit in its own bin; then the smaller of the good
+    /// fit in the lists and the victim; then the walk of the request's own bin.
     ///
     /// # Safety
     /// The index is consistent.
@@ -563,7 +596,7 @@ impl Bins {
                 return Some(best);
             }
         }
-        match self.good_fit_or_victim(size) {
+        match self.tighter_fit(size) {
             Some(found) => Some(found),
             // SAFETY: forwarded from the caller.
             None => unsafe { self.last_resort(size) },
