@@ -19,34 +19,34 @@
 //! picked without a jump. The sink lives in region memory, not in the heap, so the heap may
 //! still be moved after a claim.
 //!
-//! **The victim** (after dlmalloc's "designated victim"): the rest of the chunk that the last
-//! small request split is kept out of the lists, in two words of the index. Real programs
-//! carve runs of blocks from one free chunk and give the last ones back to it: with that chunk
-//! in a list, each carve moved its entry to another bin (a list unlink, a list insert and two
-//! bitmap writes, as its bins are mostly singletons) and each merge back did so again; as the
-//! victim, a carve or a merge rewrites one or two words. A small request takes, as dlmalloc's
-//! do, the head of its own bin if it fits (an exact fit below 2 KiB), else the victim if it
-//! fits, else the head of the first non-empty bin above its own: the victim is preferred to
-//! a tighter fit in a larger bin, which keeps a run of requests in one chunk. Splitting a
-//! listed chunk for such a request makes its rest the victim, the old victim joining the
-//! lists; the victim taken whole leaves none until the next such split. Only the [`Index`] methods (the default heap's) keep a victim; the inherent methods
+//! **The victim** (after dlmalloc's "designated victim"): the rest of the chunk that the last small
+//! request split is kept out of the lists, in two words of the index. Real programs carve runs of
+//! blocks from one free chunk and give the last ones back to it: with that chunk in a list, each
+//! carve moved its entry to another bin (a list unlink, a list insert and two bitmap writes, as its
+//! bins are mostly singletons) and each merge back did so again; as the victim, a carve or a merge
+//! rewrites one or two words. A small request takes, as dlmalloc's do, the head of its own bin if
+//! it fits (an exact fit below 2 KiB), else the victim if it fits, else the head of the first
+//! non-empty bin above its own: the victim is preferred to a tighter fit in a larger bin, which
+//! keeps a run of requests in one chunk. Splitting a listed chunk for such a request makes its rest
+//! the victim, the old victim joining the lists; the victim taken whole leaves none until the next
+//! such split. Only the [`Index`] methods (the default heap's) keep a victim; the inherent methods
 //! work on the lists alone, which is how [`crate::index::Hybrid`] uses them (its victim stays
-//! empty).
+//! empty). The order was measured on the trace corpus (crates/heapworks/TUNING.md).
 //!
-//! Finding a chunk for a request of `size` bytes ([`Bins::find`]) is TLSF's *good fit*:
-//! the head of the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk
-//! fits, or the victim if it fits and is smaller: one masked bit scan (two with the bitmap's
-//! summary), no list walk, and the only chunk touched is the one taken. (A small request's
-//! fast path prefers the victim, above.) Bins are 1/64 of an octave wide, so skipping the request's own bin
-//! costs little fit. Requests of at least [`BEST_FIT_FROM`] bytes (rare, and followed by a copy
-//! or a fill of as many bytes) first look at the first [`BEST_FIT_SCAN`] chunks of their own
-//! bin for the smallest that fits: large blocks are what fragmentation strands, and this
-//! bounded best fit keeps the heap as dense as dlmalloc's exact best fit does. Only when no bin
-//! above has a chunk is the request's own bin walked to its end (first fit): that happens only
-//! when no free chunk is larger than the request's 1/64-octave band, and it makes sure that a
-//! request the largest free chunk could serve never fails. The walk is bounded by the number
-//! of free chunks whose sizes share that band: O(1) for most heaps, O(free chunks) at worst (a
-//! heap whose free chunks all lie just below the request's size, in its band).
+//! Finding a chunk for a request of `size` bytes ([`Bins::find`]) is TLSF's *good fit*: the head of
+//! the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk fits, or the
+//! victim if it fits and is smaller: one masked bit scan (two with the bitmap's summary), no list
+//! walk, and the only chunk touched is the one taken. (A small request's fast path prefers the
+//! victim, above.) Bins are 1/64 of an octave wide, so skipping the request's own bin costs little
+//! fit. Requests of at least [`BEST_FIT_FROM`] bytes (rare, and followed by a copy or a fill of as
+//! many bytes) first look at the first [`BEST_FIT_SCAN`] chunks of their own bin for the smallest
+//! that fits: large blocks are what fragmentation strands, and this bounded best fit keeps the heap
+//! as dense as dlmalloc's exact best fit does. Only when no bin above has a chunk is the request's
+//! own bin walked to its end (first fit): that happens only when no free chunk is larger than the
+//! request's 1/64-octave band, and it makes sure that a request the largest free chunk could serve
+//! never fails. The walk is bounded by the number of free chunks whose sizes share that band: O(1)
+//! for most heaps, O(free chunks) at worst (a heap whose free chunks all lie just below the
+//! request's size, in its band).
 //!
 //! `find` does not take the chunk out: the heap then either unlinks it or, when the part left
 //! free stays in the same bin, moves its entry in place ([`Bins::refile`]), which spares
