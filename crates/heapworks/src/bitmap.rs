@@ -43,7 +43,7 @@ impl Bitmap {
     #[inline(always)]
     pub(crate) fn set(&mut self, bin: usize) {
         let word = &mut self.words[bin / BITS];
-        // As in `clear`, a predictable branch: words seldom go from empty to non-empty.
+        // As in `clear_if`, a predictable branch: words seldom go from empty to non-empty.
         if *word == 0 {
             self.summary |= 1 << (bin / BITS);
         }
@@ -57,8 +57,14 @@ impl Bitmap {
     /// Clears `bin`'s bit.
     #[inline(always)]
     pub(crate) fn clear(&mut self, bin: usize) {
+        self.clear_if(bin, true);
+    }
+
+    /// Clears `bin`'s bit when `emptied`, without a branch.
+    #[inline(always)]
+    pub(crate) fn clear_if(&mut self, bin: usize, emptied: bool) {
         let word = &mut self.words[bin / BITS];
-        *word &= !(1 << (bin % BITS));
+        *word &= !(u64::from(emptied) << (bin % BITS));
         // A branch, but a predictable one: a word spans a whole octave of bins, and a heap
         // seldom empties one.
         if *word == 0 {

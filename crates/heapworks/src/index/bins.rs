@@ -14,9 +14,9 @@
 //! The sink is two words of the first region's record (see [`crate::region`]): a pseudo-chunk
 //! whose `prev` word absorbs the writes that a list end would otherwise need a branch to skip,
 //! and whose `next` word is never written. With it, filing, unfiling and moving an entry take
-//! no data-dependent branch but one, taken when a list empties, to clear its bitmap bit: the
-//! word to update for a chunk's predecessor is either that chunk's `next` or the bin's head,
-//! picked without a jump. The sink lives in region memory, not in the heap, so the heap may
+//! no data-dependent branch but one (not on wasm32), taken when a list empties, to clear its
+//! bitmap bit: the word to update for a chunk's predecessor is either that chunk's `next` or
+//! the bin's head, picked without a jump. The sink lives in region memory, not in the heap, so the heap may
 //! still be moved after a claim.
 //!
 //! **The victim** (after dlmalloc's "designated victim"): the rest of the chunk that the last small
@@ -31,7 +31,9 @@
 //! the victim, the old victim joining the lists; the victim taken whole leaves none until the next
 //! such split. Only the [`Index`] methods (the default heap's) keep a victim; the inherent methods
 //! work on the lists alone, which is how [`crate::index::Hybrid`] uses them (its victim stays
-//! empty). The order was measured on the trace corpus (crates/heapworks/TUNING.md).
+//! empty). The order was measured on the trace corpus (crates/heapworks/TUNING.md). On wasm32
+//! the index keeps no victim (`KEEPS_VICTIM`, measured there too): its small requests take
+//! TLSF's good fit below.
 //!
 //! Finding a chunk for a request of `size` bytes ([`Bins::find`]) is TLSF's *good fit*: the head of
 //! the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk fits, or the
@@ -82,6 +84,10 @@ pub struct Bins {
 
 /// The slot of the victim: no bin's.
 const VICTIM: usize = BIN_SLOTS;
+/// Whether the index keeps a victim: not on wasm32, where the victim's checks cost more gas
+/// than its carves save (measured in crates/heapworks/TUNING.md); there the index is the lists
+/// alone, with TLSF's good fit.
+const KEEPS_VICTIM: bool = !cfg!(target_arch = "wasm32");
 
 impl Bins {
     /// An index with no sink yet: every list operation waits for [`Bins::adopt_sink`].
@@ -224,10 +230,17 @@ impl Bins {
                 let prev = chunk.prev_free();
                 next.set_prev_free(prev);
                 self.link_to(prev, bin).write(next);
-                (Some(prev) == self.sink) & (next == self.sink())
+                if KEEPS_VICTIM {
+                    (Some(prev) == self.sink) & (next == self.sink())
+                } else {
+                    self.head_word(bin) == self.sink
+                }
             }
         };
-        if emptied {
+        // On wasm32, without a branch (fewer metered blocks; see `KEEPS_VICTIM`).
+        if !KEEPS_VICTIM {
+            self.occupancy.clear_if(bin, emptied);
+        } else if emptied {
             self.occupancy.clear(bin);
         }
     }
@@ -544,6 +557,9 @@ impl Bins {
     #[inline(always)]
     fn tighter_fit(&self, size: usize) -> Option<(Chunk, usize)> {
         let listed = self.good_fit(size);
+        if !KEEPS_VICTIM {
+            return listed;
+        }
         if let Some((head, _)) = listed {
             // SAFETY: a list head is a free chunk with a valid header.
             if unsafe { head.size() } <= self.victim_size || self.victim_size < size {
@@ -626,7 +642,7 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn unlink(&mut self, chunk: Chunk, slot: usize) {
-        if self.is_victim(chunk) {
+        if KEEPS_VICTIM && self.is_victim(chunk) {
             self.set_victim(None, 0);
         } else {
             // SAFETY: forwarded from the caller; a listed chunk's slot is its bin.
@@ -636,7 +652,7 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn unlink_head(&mut self, chunk: Chunk, slot: usize) {
-        if slot == VICTIM {
+        if KEEPS_VICTIM && slot == VICTIM {
             self.set_victim(None, 0);
         } else {
             // SAFETY: `good_fit` returns the victim or the first chunk of its bin.
@@ -646,7 +662,7 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn refile_in(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        if self.is_victim(from) {
+        if KEEPS_VICTIM && self.is_victim(from) {
             self.set_victim(Some(to), new_size);
         } else {
             // SAFETY: forwarded from the caller.
@@ -656,7 +672,10 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn refile_head(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        if slot == VICTIM {
+        if !KEEPS_VICTIM {
+            // SAFETY: `good_fit` returns the first chunk of its bin.
+            unsafe { Bins::refile_head(self, from, slot, to, new_size) }
+        } else if slot == VICTIM {
             self.set_victim(Some(to), new_size);
         } else {
             // The rest of a chunk that a small request split becomes the victim.
@@ -671,7 +690,7 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
-        if self.is_victim(chunk) {
+        if KEEPS_VICTIM && self.is_victim(chunk) {
             self.victim_size = new_size;
         } else {
             // SAFETY: forwarded from the caller.
@@ -681,7 +700,11 @@ impl Index for Bins {
 
     #[inline(always)]
     fn good_fit(&mut self, size: usize) -> Option<(Chunk, usize)> {
-        self.good_fit_or_victim(size)
+        if KEEPS_VICTIM {
+            self.good_fit_or_victim(size)
+        } else {
+            Bins::good_fit(self, size)
+        }
     }
 
     #[inline(always)]
