@@ -54,6 +54,12 @@ impl Bitmap {
         }
     }
 
+    /// Clears `bin`'s bit.
+    #[inline(always)]
+    pub(crate) fn clear(&mut self, bin: usize) {
+        self.clear_if(bin, true);
+    }
+
     /// Clears `bin`'s bit when `emptied`, without a branch.
     #[inline(always)]
     pub(crate) fn clear_if(&mut self, bin: usize, emptied: bool) {
@@ -64,6 +70,12 @@ impl Bitmap {
         if *word == 0 {
             self.summary &= !(1 << (bin / BITS));
         }
+    }
+
+    /// Whether bin `bin` is marked non-empty (`bin < BIN_SLOTS`).
+    #[inline(always)]
+    pub(crate) fn contains(&self, bin: usize) -> bool {
+        self.words[bin / BITS] & (1 << (bin % BITS)) != 0
     }
 
     /// Whether bit `bit` is set: bin `bit`'s occupancy bit for `bit < BIN_SLOTS` (spare slots
@@ -195,13 +207,14 @@ mod tests {
             if state & 0x100 == 0 {
                 bitmap.set(bin);
             } else {
-                bitmap.clear_if(bin, true);
+                bitmap.clear(bin);
             }
             let from = (state >> 9) as usize % BIN_COUNT;
             assert_eq!(
                 bitmap.first_at_or_above(from),
                 first_set_by_scan(&bitmap, from)
             );
+            assert_eq!(bitmap.contains(bin), bitmap.is_set(bin));
             let last = (0..BIN_COUNT).rev().find(|&b| bitmap.is_set(b));
             assert_eq!(bitmap.last(), last);
         }
@@ -214,7 +227,7 @@ mod tests {
         assert_eq!(bitmap.first_at_or_above(0), Some(BIN_COUNT - 1));
         assert_eq!(bitmap.first_at_or_above(BIN_COUNT - 1), Some(BIN_COUNT - 1));
         assert_eq!(bitmap.first_at_or_above(BIN_COUNT), None);
-        bitmap.clear_if(BIN_COUNT - 1, true);
+        bitmap.clear(BIN_COUNT - 1);
         bitmap.set(0);
         assert_eq!(bitmap.first_at_or_above(1), None);
         assert_eq!(bitmap.last(), Some(0));
@@ -229,7 +242,7 @@ mod tests {
         bitmap.set(bin);
         assert!(bitmap.is_set(bin));
         assert!((0..BITS).all(|w| bitmap.is_set(SUMMARY_BITS + w) == (w == word)));
-        bitmap.clear_if(bin, true);
+        bitmap.clear(bin);
         assert!((0..BITS).all(|w| !bitmap.is_set(SUMMARY_BITS + w)));
     }
 

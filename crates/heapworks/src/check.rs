@@ -188,6 +188,7 @@ mod tests {
     use crate::bins::{bin_of, BIN_COUNT};
     use crate::bitmap::{fault, BIN_SLOTS, BITS, SUMMARY_BITS, WORDS};
     use crate::chunk::{GRANULE, WORD};
+    use crate::index::Index;
 
     /// Payload bytes of each fixture block.
     const BLOCK: usize = 64;
@@ -499,7 +500,7 @@ mod tests {
         // SAFETY: the tail is a free chunk filed in the index.
         let bin = unsafe {
             let size = tail.size();
-            fixture.heap.index.unlink(tail, bin_of(size));
+            Index::unlink(&mut fixture.heap.index, tail, bin_of(size));
             tail.set_next_free(tail);
             tail.set_prev_free(tail);
             bin_of(size)

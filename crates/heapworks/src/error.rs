@@ -134,7 +134,8 @@ pub struct Corruption {
 pub enum CorruptionKind {
     /// A region record is damaged (wrong header, sentinel outside the region).
     BadRegion,
-    /// A chunk size is below the minimum or runs past the end, or stray header bits are set.
+    /// A chunk size is below the minimum or runs past the end, or stray header bits are set,
+    /// or the free index records another size for a free chunk than its header gives.
     BadSize,
     /// `PREV_IN_USE` disagrees with the chunk before.
     BadPrevFlag,

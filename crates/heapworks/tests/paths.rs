@@ -302,8 +302,10 @@ fn shrinking_splits_off_the_tail_in_place() {
     assert_eq!(shrunk, a);
     let after = heap.stats();
     assert!(after.in_use < before.in_use);
-    // The tail is a free chunk right behind the shrunk block.
-    let next = alloc(&mut heap, 500);
+    // The tail is a free chunk right behind the shrunk block: of 1008 - 112 = 896 bytes, which
+    // a request filling it exactly takes from its own bin (a smaller one would be carved from
+    // the rest of the region, the index's victim).
+    let next = alloc(&mut heap, 896 - WORD);
     // SAFETY: `a` is live.
     assert_eq!(addr(next), addr(a) + unsafe { Heap::usable_size(a) } + WORD);
     heap.check().unwrap();

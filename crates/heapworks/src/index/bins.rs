@@ -1,7 +1,9 @@
 //! The default free index, [`Bins`]: every free chunk, filed by size in doubly linked bin lists.
 //!
 //! Invariants (verified by [`crate::Heap::check`]):
-//! - Each free chunk is in exactly one list, the one of [`bin_of`]`(its size)`.
+//! - Each free chunk is either the *victim* (below) or in exactly one list, the one of
+//!   [`bin_of`]`(its size)`; the victim is in no list, and `victim_size` is its size (0 when
+//!   there is no victim).
 //! - Every list ends in the heap's *sink*, and its first chunk's `prev` link is the sink too;
 //!   `heads[b]` is the first chunk of bin `b`, or the sink or `None` when the bin is empty (a
 //!   heap starts all zeros, so a `static` heap costs no initialised data); and
@@ -12,23 +14,41 @@
 //! The sink is two words of the first region's record (see [`crate::region`]): a pseudo-chunk
 //! whose `prev` word absorbs the writes that a list end would otherwise need a branch to skip,
 //! and whose `next` word is never written. With it, filing, unfiling and moving an entry take
-//! no data-dependent branch: the word to update for a chunk's predecessor is either that
-//! chunk's `next` or the bin's head, picked without a jump. The sink lives in region memory,
-//! not in the heap, so the heap may still be moved after a claim.
+//! no data-dependent branch but one (not on wasm32), taken when a list empties, to clear its
+//! bitmap bit: the word to update for a chunk's predecessor is either that chunk's `next` or
+//! the bin's head, picked without a jump. The sink lives in region memory, not in the heap, so the heap may
+//! still be moved after a claim.
 //!
-//! Finding a chunk for a request of `size` bytes ([`Bins::find`]) is TLSF's *good fit*:
-//! the head of the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk
-//! fits: one masked bit scan (two with the bitmap's summary), no list walk, and the only chunk
-//! touched is the one taken. Bins are 1/64 of an octave wide, so skipping the request's own bin
-//! costs little fit. Requests of at least [`BEST_FIT_FROM`] bytes (rare, and followed by a copy
-//! or a fill of as many bytes) first look at the first [`BEST_FIT_SCAN`] chunks of their own
-//! bin for the smallest that fits: large blocks are what fragmentation strands, and this
-//! bounded best fit keeps the heap as dense as dlmalloc's exact best fit does. Only when no bin
-//! above has a chunk is the request's own bin walked to its end (first fit): that happens only
-//! when no free chunk is larger than the request's 1/64-octave band, and it makes sure that a
-//! request the largest free chunk could serve never fails. The walk is bounded by the number
-//! of free chunks whose sizes share that band: O(1) for most heaps, O(free chunks) at worst (a
-//! heap whose free chunks all lie just below the request's size, in its band).
+//! **The victim** (after dlmalloc's "designated victim"): the rest of the chunk that the last small
+//! request split is kept out of the lists, in two words of the index. Real programs carve runs of
+//! blocks from one free chunk and give the last ones back to it: with that chunk in a list, each
+//! carve moved its entry to another bin (a list unlink, a list insert and two bitmap writes, as its
+//! bins are mostly singletons) and each merge back did so again; as the victim, a carve or a merge
+//! rewrites one or two words. A small request takes, as dlmalloc's do, the head of its own bin if
+//! it fits (an exact fit below 2 KiB), else the victim if it fits, else the head of the first
+//! non-empty bin above its own: the victim is preferred to a tighter fit in a larger bin, which
+//! keeps a run of requests in one chunk. Splitting a listed chunk for such a request makes its rest
+//! the victim, the old victim joining the lists; the victim taken whole leaves none until the next
+//! such split. Only the [`Index`] methods (the default heap's) keep a victim; the inherent methods
+//! work on the lists alone, which is how [`crate::index::Hybrid`] uses them (its victim stays
+//! empty). The order was measured on the trace corpus (crates/heapworks/TUNING.md). On wasm32
+//! the index keeps no victim (`KEEPS_VICTIM`, measured there too): its small requests take
+//! TLSF's good fit below.
+//!
+//! Finding a chunk for a request of `size` bytes ([`Bins::find`]) is TLSF's *good fit*: the head of
+//! the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk fits, or the
+//! victim if it fits and is smaller: one masked bit scan (two with the bitmap's summary), no list
+//! walk, and the only chunk touched is the one taken. (A small request's fast path prefers the
+//! victim, above.) Bins are 1/64 of an octave wide, so skipping the request's own bin costs little
+//! fit. Requests of at least [`BEST_FIT_FROM`] bytes (rare, and followed by a copy or a fill of as
+//! many bytes) first look at the first [`BEST_FIT_SCAN`] chunks of their own bin for the smallest
+//! that fits: large blocks are what fragmentation strands, and this bounded best fit keeps the heap
+//! as dense as dlmalloc's exact best fit does. Only when no bin above has a chunk is the request's
+//! own bin walked to its end (first fit): that happens only when no free chunk is larger than the
+//! request's 1/64-octave band, and it makes sure that a request the largest free chunk could serve
+//! never fails. The walk is bounded by the number of free chunks whose sizes share that band: O(1)
+//! for most heaps, O(free chunks) at worst (a heap whose free chunks all lie just below the
+//! request's size, in its band).
 //!
 //! `find` does not take the chunk out: the heap then either unlinks it or, when the part left
 //! free stays in the same bin, moves its entry in place ([`Bins::refile`]), which spares
@@ -56,7 +76,18 @@ pub struct Bins {
     occupancy: Bitmap,
     heads: [Option<Chunk>; BIN_SLOTS],
     sink: Option<Chunk>,
+    /// The victim, filed outside the lists (see the module docs), when there is one.
+    victim: Option<Chunk>,
+    /// The victim's size, 0 when there is none.
+    victim_size: usize,
 }
+
+/// The slot of the victim: no bin's.
+const VICTIM: usize = BIN_SLOTS;
+/// Whether the index keeps a victim: not on wasm32, where the victim's checks cost more gas
+/// than its carves save (measured in crates/heapworks/TUNING.md); there the index is the lists
+/// alone, with TLSF's good fit.
+const KEEPS_VICTIM: bool = !cfg!(target_arch = "wasm32");
 
 impl Bins {
     /// An index with no sink yet: every list operation waits for [`Bins::adopt_sink`].
@@ -65,6 +96,8 @@ impl Bins {
             occupancy: Bitmap::new(),
             heads: [None; BIN_SLOTS],
             sink: None,
+            victim: None,
+            victim_size: 0,
         }
     }
 
@@ -154,16 +187,16 @@ impl Bins {
         // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
         unsafe { assert_a_bin(bin) };
         // SAFETY: a free chunk exists, so a region was claimed and the sink adopted. `chunk` is
-        // a free chunk, `old_head` a free chunk or the sink, so both carry link words.
+        // a free chunk, `old_head` a free chunk or the sink, so both carry link words. `bin` is
+        // a size's bin, asserted above.
         unsafe {
             let sink = self.sink();
             let old_head = self.head_word(bin).unwrap_or(sink);
             chunk.set_next_free(old_head);
             chunk.set_prev_free(sink);
             old_head.set_prev_free(chunk);
+            *self.head_word_mut(bin) = Some(chunk);
         }
-        // SAFETY: as above: a size's bin.
-        unsafe { *self.head_word_mut(bin) = Some(chunk) };
         self.occupancy.set(bin);
     }
 
@@ -197,10 +230,19 @@ impl Bins {
                 let prev = chunk.prev_free();
                 next.set_prev_free(prev);
                 self.link_to(prev, bin).write(next);
-                self.head_word(bin) == self.sink
+                if KEEPS_VICTIM {
+                    (Some(prev) == self.sink) & (next == self.sink())
+                } else {
+                    self.head_word(bin) == self.sink
+                }
             }
         };
-        self.occupancy.clear_if(bin, emptied);
+        // On wasm32, without a branch (fewer metered blocks; see `KEEPS_VICTIM`).
+        if !KEEPS_VICTIM {
+            self.occupancy.clear_if(bin, emptied);
+        } else if emptied {
+            self.occupancy.clear(bin);
+        }
     }
 
     /// The entry of the free chunk `from`, filed in `bin`, now stands for a free chunk of
@@ -307,25 +349,6 @@ impl Bins {
                 to.set_prev_free(prev);
                 self.link_to(prev, bin).write(to);
             }
-        }
-    }
-
-    /// A free chunk of at least `size` bytes and its bin, still filed (see the module docs).
-    ///
-    /// # Safety
-    /// The index is consistent (every listed chunk is a free chunk of its bin).
-    #[inline(always)]
-    pub(crate) unsafe fn find(&self, size: usize) -> Option<(Chunk, usize)> {
-        if size >= BEST_FIT_FROM {
-            // SAFETY: forwarded from the caller.
-            if let Some(best) = unsafe { self.best_fit_in_own_bin(size) } {
-                return Some(best);
-            }
-        }
-        match self.good_fit(size) {
-            Some(found) => Some(found),
-            // SAFETY: forwarded from the caller.
-            None => unsafe { self.last_resort(size) },
         }
     }
 
@@ -491,6 +514,112 @@ unsafe fn assert_a_bin(bin: usize) {
     unsafe { core::hint::assert_unchecked(bin < BIN_SLOTS) }
 }
 
+impl Bins {
+    /// Makes the free chunk `chunk` of `size` bytes the victim, or `None` when the victim
+    /// leaves the index.
+    #[inline(always)]
+    fn set_victim(&mut self, chunk: Option<Chunk>, size: usize) {
+        self.victim = chunk;
+        self.victim_size = size;
+    }
+
+    /// Makes `chunk`, a free chunk of `size` bytes in no list, the victim; the old victim, if
+    /// any, joins the lists.
+    ///
+    /// # Safety
+    /// As for [`Bins::insert`].
+    #[inline(always)]
+    unsafe fn replace_victim(&mut self, chunk: Chunk, size: usize) {
+        if let Some(old) = self.victim {
+            // SAFETY: the victim is a free chunk of `victim_size` bytes in no list.
+            unsafe { Bins::insert(self, old, self.victim_size) };
+        }
+        self.set_victim(Some(chunk), size);
+    }
+
+    /// Whether `chunk` is the victim.
+    #[inline(always)]
+    fn is_victim(&self, chunk: Chunk) -> bool {
+        self.victim == Some(chunk)
+    }
+
+    /// The victim with its slot, if it holds `size` bytes.
+    #[inline(always)]
+    fn victim_for(&self, size: usize) -> Option<(Chunk, usize)> {
+        // `victim_size` is 0 without a victim, below every request.
+        (self.victim_size >= size).then_some(())?;
+        Some((self.victim?, VICTIM))
+    }
+
+    /// The lists' good fit for `size` bytes or the victim, whichever is smaller: what a large
+    /// request (and every caller of [`Bins::find`]) gets, since fragmentation strands large
+    /// blocks.
+    #[inline(always)]
+    fn tighter_fit(&self, size: usize) -> Option<(Chunk, usize)> {
+        let listed = self.good_fit(size);
+        if !KEEPS_VICTIM {
+            return listed;
+        }
+        if let Some((head, _)) = listed {
+            // SAFETY: a list head is a free chunk with a valid header.
+            if unsafe { head.size() } <= self.victim_size || self.victim_size < size {
+                return listed;
+            }
+        }
+        self.victim_for(size)
+    }
+
+    /// A chunk for `size` bytes that is cheap to find, and its slot, in this order: the head
+    /// of the request's own bin if it fits (an exact fit in the exact bins), the victim if it
+    /// fits, the head of the first non-empty bin above. Cost: the bin formula and one bit test,
+    /// then a compare for the victim, then the bitmap search (see the module docs).
+    #[inline(always)]
+    fn good_fit_or_victim(&self, size: usize) -> Option<(Chunk, usize)> {
+        let bin = bin_of(size);
+        // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
+        unsafe { assert_a_bin(bin) };
+        if self.occupancy.contains(bin) {
+            // SAFETY: a marked bin heads a list of at least one free chunk (this module's
+            // invariant, verified by the checker), whose header is valid.
+            unsafe {
+                let head = self.head_word(bin).unwrap_unchecked();
+                if head.size() >= size {
+                    return Some((head, bin));
+                }
+            }
+        }
+        if let Some(victim) = self.victim_for(size) {
+            return Some(victim);
+        }
+        // Every chunk of a bin above the request's holds `size` bytes.
+        let above = self.occupancy.first_at_or_above(bin + 1)?;
+        // SAFETY: as above: a marked bin heads a list (and the bitmap names slots below
+        // `BIN_SLOTS`).
+        Some((unsafe { self.head_word(above).unwrap_unchecked() }, above))
+    }
+
+    /// A free chunk of at least `size` bytes and its slot, still filed (see the module docs):
+    /// for a large request, the bounded best fit in its own bin; then the smaller of the good
+    /// fit in the lists and the victim; then the walk of the request's own bin.
+    ///
+    /// # Safety
+    /// The index is consistent.
+    #[inline(always)]
+    pub(crate) unsafe fn find(&self, size: usize) -> Option<(Chunk, usize)> {
+        if size >= BEST_FIT_FROM {
+            // SAFETY: forwarded from the caller.
+            if let Some(best) = unsafe { self.best_fit_in_own_bin(size) } {
+                return Some(best);
+            }
+        }
+        match self.tighter_fit(size) {
+            Some(found) => Some(found),
+            // SAFETY: forwarded from the caller.
+            None => unsafe { self.last_resort(size) },
+        }
+    }
+}
+
 impl Index for Bins {
     const EMPTY: Bins = Bins::new();
     const GOOD_FIT_BELOW: usize = BEST_FIT_FROM;
@@ -513,37 +642,69 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn unlink(&mut self, chunk: Chunk, slot: usize) {
-        // SAFETY: forwarded from the caller; a bin slot is the chunk's bin.
-        unsafe { Bins::unlink(self, chunk, slot) }
+        if KEEPS_VICTIM && self.is_victim(chunk) {
+            self.set_victim(None, 0);
+        } else {
+            // SAFETY: forwarded from the caller; a listed chunk's slot is its bin.
+            unsafe { Bins::unlink(self, chunk, slot) }
+        }
     }
 
     #[inline(always)]
     unsafe fn unlink_head(&mut self, chunk: Chunk, slot: usize) {
-        // SAFETY: `good_fit` returns the first chunk of its bin.
-        unsafe { Bins::unlink_head(self, chunk, slot) }
+        if KEEPS_VICTIM && slot == VICTIM {
+            self.set_victim(None, 0);
+        } else {
+            // SAFETY: `good_fit` returns the victim or the first chunk of its bin.
+            unsafe { Bins::unlink_head(self, chunk, slot) }
+        }
     }
 
     #[inline(always)]
     unsafe fn refile_in(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { Bins::refile_in(self, from, slot, to, new_size) }
+        if KEEPS_VICTIM && self.is_victim(from) {
+            self.set_victim(Some(to), new_size);
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { Bins::refile_in(self, from, slot, to, new_size) }
+        }
     }
 
     #[inline(always)]
     unsafe fn refile_head(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        // SAFETY: `good_fit` returns the first chunk of its bin.
-        unsafe { Bins::refile_head(self, from, slot, to, new_size) }
+        if !KEEPS_VICTIM {
+            // SAFETY: `good_fit` returns the first chunk of its bin.
+            unsafe { Bins::refile_head(self, from, slot, to, new_size) }
+        } else if slot == VICTIM {
+            self.set_victim(Some(to), new_size);
+        } else {
+            // The rest of a chunk that a small request split becomes the victim.
+            // SAFETY: `good_fit` returns the first chunk of its bin, whose links are read as it
+            // leaves its list, before any other entry is written.
+            unsafe {
+                Bins::unlink_head(self, from, slot);
+                self.replace_victim(to, new_size);
+            }
+        }
     }
 
     #[inline(always)]
     unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
-        // SAFETY: forwarded from the caller.
-        unsafe { Bins::resize_entry(self, chunk, old_size, new_size) }
+        if KEEPS_VICTIM && self.is_victim(chunk) {
+            self.victim_size = new_size;
+        } else {
+            // SAFETY: forwarded from the caller.
+            unsafe { Bins::resize_entry(self, chunk, old_size, new_size) }
+        }
     }
 
     #[inline(always)]
     fn good_fit(&mut self, size: usize) -> Option<(Chunk, usize)> {
-        Bins::good_fit(self, size)
+        if KEEPS_VICTIM {
+            self.good_fit_or_victim(size)
+        } else {
+            Bins::good_fit(self, size)
+        }
     }
 
     #[inline(always)]
@@ -553,6 +714,7 @@ impl Index for Bins {
             if size >= BEST_FIT_FROM {
                 Bins::find(self, size)
             } else {
+                // `good_fit` looked at the lists above the request's bin and at the victim.
                 self.last_resort(size)
             }
         }
@@ -567,33 +729,45 @@ impl Index for Bins {
     unsafe fn first_fit(
         &mut self,
         min_size: usize,
-        fits: impl FnMut(Chunk, usize) -> bool,
+        mut fits: impl FnMut(Chunk, usize) -> bool,
     ) -> Option<(Chunk, usize)> {
         // SAFETY: forwarded from the caller.
-        unsafe { Bins::first_fit(self, bin_of(min_size), fits) }
+        let listed = unsafe { Bins::first_fit(self, bin_of(min_size), &mut fits) };
+        listed.or_else(|| {
+            self.victim_for(min_size)
+                .filter(|&(victim, _)| fits(victim, self.victim_size))
+        })
     }
 
-    unsafe fn for_each(&self, f: impl FnMut(Chunk, usize)) {
+    unsafe fn for_each(&self, mut f: impl FnMut(Chunk, usize)) {
         // SAFETY: forwarded from the caller.
-        unsafe { Bins::for_each(self, f) }
+        unsafe { Bins::for_each(self, &mut f) };
+        if let Some(victim) = self.victim {
+            f(victim, self.victim_size);
+        }
     }
 
     unsafe fn largest(&self) -> Option<usize> {
         // SAFETY: forwarded from the caller.
-        unsafe { Bins::largest(self) }
+        let listed = unsafe { Bins::largest(self) };
+        let victim = self.victim.map(|_| self.victim_size);
+        listed.max(victim)
     }
 
     unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {
+        if self.is_victim(chunk) {
+            return self.check_victim(size);
+        }
         // SAFETY: forwarded from the caller.
         unsafe { self.check_links(chunk, size) }
     }
 
     fn tally(&self, limit: usize) -> Result<Option<(usize, usize)>, Corruption> {
-        self.tally_lists(limit)
+        self.tally_with_victim(limit)
     }
 
     fn files(&self, chunk: Chunk, size: usize, limit: usize) -> bool {
-        self.is_listed(chunk, bin_of(size), limit)
+        self.is_victim(chunk) || self.is_listed(chunk, bin_of(size), limit)
     }
 
     fn diagnose(&self, walked: &Walked) -> Corruption {

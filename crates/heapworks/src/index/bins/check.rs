@@ -7,7 +7,9 @@
 //! - For every bin slot, spare slots included ([`Bins::tally_lists`]): the occupancy bit is set
 //!   exactly when the list is non-empty (and never for a spare slot); every listed chunk is a
 //!   free chunk of that bin; every summary bit is set exactly when its word of bin bits is
-//!   non-zero (and never beyond the map); the lists hold exactly the free chunks of the walk.
+//!   non-zero (and never beyond the map); the lists and the victim hold exactly the free
+//!   chunks of the walk ([`Bins::tally_with_victim`]).
+//! - The victim's recorded size is its header's ([`Bins::check_victim`]).
 //!
 //! O(free chunks + bins) on a sound heap; naming a lost chunk costs O(free chunks × list
 //! length), plus O(entries × chunks) for an entry in excess: for corrupt heaps only. List walks
@@ -84,6 +86,38 @@ impl Bins {
         Ok(())
     }
 
+    /// [`Bins::tally_lists`], with the victim counted as one more entry.
+    pub(crate) fn tally_with_victim(
+        &self,
+        limit: usize,
+    ) -> Result<Option<(usize, usize)>, Corruption> {
+        let Some((listed, fingerprint)) = self.tally_lists(limit)? else {
+            return Ok(None);
+        };
+        let Some(victim) = self.victim else {
+            return Ok(Some((listed, fingerprint)));
+        };
+        if listed + 1 > limit {
+            return Ok(None);
+        }
+        Ok(Some((
+            listed + 1,
+            fingerprint.wrapping_add(mix(victim.addr())),
+        )))
+    }
+
+    /// Checks the victim, a free chunk of `size` bytes by the walk: the index records that size.
+    pub(crate) fn check_victim(&self, size: usize) -> Result<(), Corruption> {
+        match self.victim {
+            Some(victim) if self.victim_size != size => Err(Corruption {
+                addr: victim.addr(),
+                bin: None,
+                kind: CorruptionKind::BadSize,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks the bitmap against the lists, bin by bin and then the summary, and the lists
     /// against the free chunks of the walk.
     pub(crate) fn tally_lists(&self, limit: usize) -> Result<Option<(usize, usize)>, Corruption> {
@@ -138,15 +172,26 @@ impl Bins {
     /// region chunks. O(free chunks × list length), plus O(entries × chunks) for an entry in
     /// excess: for corrupt heaps only.
     pub(crate) fn diagnose_lost(&self, walked: &Walked) -> Corruption {
-        let filed = |chunk, size| self.is_listed(chunk, bin_of(size), walked.free_chunks);
+        let filed = |chunk, size| {
+            self.victim == Some(chunk) || self.is_listed(chunk, bin_of(size), walked.free_chunks)
+        };
         if let Some(lost) = walked.first_lost(filed, |size| Some(bin_of(size))) {
             return lost;
         }
-        // Every free chunk is listed, so the lists hold more entries than there are free
-        // chunks: one that is not a free chunk, or one listed twice.
+        // Every free chunk is filed, so the lists and the victim hold more entries than there
+        // are free chunks: one that is not a free chunk, or one filed twice.
         let mut seen = 0;
         let mut excess = None;
+        if let Some(victim) = self.victim {
+            seen += 1;
+            if !walked.is_free_chunk(victim) {
+                excess = Some((victim, bin_of(self.victim_size)));
+            }
+        }
         'bins: for bin in 0..BIN_COUNT {
+            if excess.is_some() {
+                break;
+            }
             let mut cursor = self.head(bin);
             while let Some(chunk) = cursor {
                 seen += 1;
