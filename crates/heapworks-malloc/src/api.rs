@@ -161,6 +161,11 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
 /// `block` is a live block of this allocator other than a slot, not used after this call.
 #[inline(always)]
 unsafe fn free_with_header(block: NonNull<u8>) {
+    // Every block with a header starts on a granule: a pointer off one starts no block, and
+    // the word before it is no header but bytes read askew, whose value is luck.
+    if !block.as_ptr().addr().is_multiple_of(GRANULE) {
+        fault::invalid_pointer("free", block.as_ptr());
+    }
     // SAFETY: `block` is live and not a slot, so it has a header word.
     unsafe {
         if large::is_large(block) {
