@@ -155,12 +155,13 @@ unsafe extern "C" fn free_low(ptr: *mut c_void) {
     unsafe { free_with_header(block) }
 }
 
-/// `free` of a block with a header word: a core-heap block or a large one.
+/// `free` of a block with a header word: a core-heap block or a large one. Out of line, so
+/// that its checks and calls cost `free`'s tiny-slot path no saved registers.
 ///
 /// # Safety
 /// `block` is a live block of this allocator other than a slot, not used after this call.
-#[inline(always)]
-unsafe fn free_with_header(block: NonNull<u8>) {
+#[inline(never)]
+unsafe extern "C" fn free_with_header(block: NonNull<u8>) {
     // Every block with a header starts on a granule: a pointer off one starts no block, and
     // the word before it is no header but bytes read askew, whose value is luck.
     if !block.as_ptr().addr().is_multiple_of(GRANULE) {
