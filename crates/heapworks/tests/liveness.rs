@@ -18,7 +18,7 @@ fn freed_blocks_do_not_look_live_alone_or_merged() {
     let a = heap.allocate(layout(100)).unwrap();
     let b = heap.allocate(layout(200)).unwrap();
     let c = heap.allocate(layout(300)).unwrap();
-    let _guard = heap.allocate(layout(100)).unwrap();
+    let guard = heap.allocate(layout(100)).unwrap();
     // SAFETY: the blocks are (or were) this heap's, whose region stays claimed throughout.
     unsafe {
         assert!(Heap::looks_live(a) && Heap::looks_live(b) && Heap::looks_live(c));
@@ -39,10 +39,12 @@ fn freed_blocks_do_not_look_live_alone_or_merged() {
             !Heap::looks_live(c),
             "a freed block merged into its predecessor"
         );
-        // A, B and C merged into one free chunk of 112 + 208 + 320 = 640 bytes: a request that
+        // A, B and C merged into one free chunk, from A's header to the guard's: a request that
         // fills it exactly takes it from its own bin (a smaller one would be carved from the
         // rest of the region, the index's victim).
-        let again = heap.allocate(layout(640 - 8)).unwrap();
+        let word = size_of::<usize>();
+        let merged = guard.as_ptr().addr() - a.as_ptr().addr();
+        let again = heap.allocate(layout(merged - word)).unwrap();
         assert_eq!(again, a);
         assert!(Heap::looks_live(again), "the memory handed out again");
     }

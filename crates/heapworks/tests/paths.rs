@@ -295,17 +295,19 @@ fn shrinking_splits_off_the_tail_in_place() {
     let mut arena = Arena::new(64 * 1024);
     let mut heap = arena.heap();
     let a = alloc(&mut heap, 1000);
-    let _guard = alloc(&mut heap, 16);
+    let guard = alloc(&mut heap, 16);
     let before = heap.stats();
     // SAFETY: `a` is live with this layout.
     let shrunk = unsafe { heap.realloc(a, layout(1000), 100) }.unwrap();
     assert_eq!(shrunk, a);
     let after = heap.stats();
     assert!(after.in_use < before.in_use);
-    // The tail is a free chunk right behind the shrunk block: of 1008 - 112 = 896 bytes, which
-    // a request filling it exactly takes from its own bin (a smaller one would be carved from
+    // The tail is a free chunk right behind the shrunk block, up to the guard's header: a
+    // request filling it exactly takes it from its own bin (a smaller one would be carved from
     // the rest of the region, the index's victim).
-    let next = alloc(&mut heap, 896 - WORD);
+    // SAFETY: `a` is live.
+    let tail_chunk = addr(guard) - WORD - (addr(a) + unsafe { Heap::usable_size(a) });
+    let next = alloc(&mut heap, tail_chunk - WORD);
     // SAFETY: `a` is live.
     assert_eq!(addr(next), addr(a) + unsafe { Heap::usable_size(a) } + WORD);
     heap.check().unwrap();
