@@ -6,6 +6,11 @@
 //! - `counters.in_use` is the total size of allocated chunks (headers and rounding included),
 //!   `counters.managed` the total size of all chunks (allocated and free) of all regions.
 //! - A failed call changes nothing.
+//! - `top_sentinel` is the address of the newest region's end sentinel (0 with no region).
+//!   When the chunk before it is free, that chunk has no footer in memory: `top_free` holds
+//!   its size. Only the region's growth reads it (no chunk follows to be freed and merge
+//!   left), so a split of that chunk, the usual way a growing heap serves a large request,
+//!   writes no word at the region's end.
 //!
 //! Costs: `free` and in-place resizing are O(1). `allocate` is O(1) except for two fallback
 //! walks, each taken only when no free chunk is large enough for the O(1) search:
@@ -72,6 +77,11 @@ pub struct Heap<I = Bins> {
     pub(crate) index: I,
     pub(crate) regions: Option<NonNull<RegionRecord>>,
     pub(crate) counters: Counters,
+    /// The address of the newest region's end sentinel (0 before the first region).
+    pub(crate) top_sentinel: usize,
+    /// The size of the free chunk that ends at `top_sentinel`, its footer kept here rather than
+    /// in the region (meaningless while the chunk there is in use).
+    pub(crate) top_free: usize,
 }
 
 // SAFETY: a `Heap` owns its regions exclusively (the `claim` contract); nothing in it is tied to
@@ -133,6 +143,8 @@ impl<I: FreeIndex> Heap<I> {
             index: I::EMPTY,
             regions: None,
             counters: Counters::new(),
+            top_sentinel: 0,
+            top_free: 0,
         }
     }
 
@@ -314,7 +326,7 @@ impl<I: FreeIndex> Heap<I> {
                 (chunk, header & PREV_IN_USE)
             } else {
                 self.index.refile_in(chunk, bin, chunk, padding);
-                chunk.write_free(padding, header & PREV_IN_USE != 0);
+                self.write_free(chunk, padding);
                 (chunk.after(padding), 0)
             };
             let filed = if padding == 0 {
@@ -357,7 +369,7 @@ impl<I: FreeIndex> Heap<I> {
                     Filed::Entry(entry, bin) => self.index.refile_in(entry, bin, tail, spare),
                     Filed::Nothing => self.index.insert(tail, spare),
                 }
-                tail.write_free(spare, true);
+                self.write_free(tail, spare);
                 block.set_header(needed | prev_flag | IN_USE);
                 needed
             } else {
@@ -369,6 +381,27 @@ impl<I: FreeIndex> Heap<I> {
                 block.set_header(available | prev_flag | IN_USE);
                 block.after(available).set_prev_in_use(true);
                 available
+            }
+        }
+    }
+
+    /// Makes `chunk` a free chunk of `size` bytes whose left neighbour is in use: its header,
+    /// and its footer, which goes to `top_free` when the chunk ends at the newest region's
+    /// sentinel. That word is the last of a region that grows at its end, on a page nothing
+    /// else touches while the chunk is split from the front: Gear charges such a page per
+    /// message (crates/heapworks/TUNING.md, "The top chunk's footer").
+    ///
+    /// # Safety
+    /// `[chunk, chunk + size)` lies inside one region and belongs to no other chunk.
+    #[inline(always)]
+    pub(crate) unsafe fn write_free(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            chunk.set_header(size | PREV_IN_USE);
+            if chunk.addr() + size == self.top_sentinel {
+                self.top_free = size;
+            } else {
+                chunk.set_footer(size);
             }
         }
     }
@@ -466,14 +499,14 @@ impl<I: FreeIndex> Heap<I> {
                     self.index.unlink(next, I::slot_of(next_size));
                 }
                 self.index.resize_entry(prev, prev_size, prev_size + total);
-                prev.write_free(prev_size + total, true);
+                self.write_free(prev, prev_size + total);
             } else if next_is_free {
                 self.index
                     .refile_in(next, I::slot_of(next_size), chunk, total);
-                chunk.write_free(total, true);
+                self.write_free(chunk, total);
             } else {
                 self.index.insert(chunk, size);
-                chunk.write_free(size, true);
+                self.write_free(chunk, size);
             }
         }
     }
@@ -824,10 +857,10 @@ impl<I: FreeIndex> Heap<I> {
                 let next_size = next_header & SIZE_MASK;
                 let slot = I::slot_of(next_size);
                 self.index.refile_in(next, slot, tail, spare + next_size);
-                tail.write_free(spare + next_size, true);
+                self.write_free(tail, spare + next_size);
             } else if spare >= MIN_CHUNK {
                 self.index.insert(tail, spare);
-                tail.write_free(spare, true);
+                self.write_free(tail, spare);
                 next.set_header(next_header & !PREV_IN_USE);
             } else {
                 return;

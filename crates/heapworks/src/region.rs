@@ -11,7 +11,9 @@
 //!   records form a singly linked list headed by the heap. The record chunk gives every real
 //!   chunk an in-use left neighbour, so no chunk ever looks left of its region.
 //! - Each region ends with an *end sentinel*: a header of size 0 marked in use, so no chunk
-//!   coalesces past the end. Its `PREV_IN_USE` flag tells whether the last chunk is free.
+//!   coalesces past the end. Its `PREV_IN_USE` flag tells whether the last chunk is free; that
+//!   chunk's size is in its footer, or for the newest region in the heap's `top_free` (see
+//!   [`crate::heap`]), which a new region's claim first writes out as the footer.
 //! - The first region's record holds the heap's list *sink* (see [`crate::index::bins`]): a
 //!   word that list operations may overwrite at will; it means nothing.
 //! - Regions never overlap. `extend` moves the sentinel of one region forward; growth smaller
@@ -123,10 +125,12 @@ impl<I: FreeIndex> Heap<I> {
                 let sink_prev = NonNull::new_unchecked(&raw mut (*record.as_ptr()).sink_prev);
                 self.index.adopt_sink(Chunk::with_prev_link_at(sink_prev));
             }
+            self.hand_down_top_footer();
             self.regions = Some(record);
+            self.top_sentinel = sentinel.addr();
             let first = Chunk::at(base.add(frame.first_chunk));
             let free_size = frame.sentinel - frame.first_chunk;
-            first.write_free(free_size, true);
+            self.write_free(first, free_size);
             self.index.insert(first, free_size);
             self.counters.managed += free_size;
         }
@@ -177,12 +181,17 @@ impl<I: FreeIndex> Heap<I> {
     /// # Safety
     /// `sentinel` is a region's end sentinel and the `gap` bytes after it belong to the region.
     unsafe fn absorb_growth(&mut self, sentinel: Chunk, gap: usize) -> Option<Chunk> {
-        // SAFETY: forwarded from the caller; the last chunk is found through the boundary tag.
+        // SAFETY: forwarded from the caller; the last chunk is found through its footer.
         unsafe {
             let last_is_free = sentinel.header() & PREV_IN_USE == 0;
+            let is_top = sentinel.addr() == self.top_sentinel;
             // One insertion for both cases: the index's code is inlined at each call.
             let (free, free_size) = if last_is_free {
-                let last_size = sentinel.prev_free_size();
+                let last_size = if is_top {
+                    self.top_free
+                } else {
+                    sentinel.prev_free_size()
+                };
                 let last = sentinel.before(last_size);
                 self.index.unlink(last, I::slot_of(last_size));
                 (last, last_size + gap)
@@ -191,12 +200,32 @@ impl<I: FreeIndex> Heap<I> {
             } else {
                 return None;
             };
-            free.write_free(free_size, true);
-            self.index.insert(free, free_size);
             let new_sentinel = sentinel.after(gap);
+            if is_top {
+                self.top_sentinel = new_sentinel.addr();
+            }
+            self.write_free(free, free_size);
+            self.index.insert(free, free_size);
             new_sentinel.set_header(IN_USE);
             self.counters.managed += gap;
             Some(new_sentinel)
+        }
+    }
+
+    /// Writes the footer that the newest region's last chunk, when free, keeps in the heap's
+    /// state into the region itself, before a new region takes over as the newest.
+    ///
+    /// # Safety
+    /// The heap's regions are claimed and sound.
+    unsafe fn hand_down_top_footer(&mut self) {
+        let Some(record) = self.regions else { return };
+        // SAFETY: the record is valid while the heap lives; the chunk before its sentinel is
+        // free when the sentinel says so, and then `top_free` is its size.
+        unsafe {
+            let sentinel = record.as_ref().sentinel;
+            if sentinel.header() & PREV_IN_USE == 0 {
+                sentinel.before(self.top_free).set_footer(self.top_free);
+            }
         }
     }
 
