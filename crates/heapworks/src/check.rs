@@ -530,6 +530,22 @@ mod tests {
         fixture.assert_fault(sentinel.addr(), None, CorruptionKind::BadSentinel);
     }
 
+    #[test]
+    fn a_wrong_top_footer_is_bad_footer() {
+        let mut fixture = fixture();
+        // The tail ends at the newest region's sentinel: its footer is the heap's `top_free`.
+        fixture.heap.top_free += GRANULE;
+        fixture.assert_fault(fixture.tail().addr(), None, CorruptionKind::BadFooter);
+    }
+
+    #[test]
+    fn a_top_sentinel_off_the_newest_region_is_bad_sentinel() {
+        let mut fixture = fixture();
+        let sentinel = fixture.sentinel();
+        fixture.heap.top_sentinel -= GRANULE;
+        fixture.assert_fault(sentinel.addr(), None, CorruptionKind::BadSentinel);
+    }
+
     fn counters_addr(fixture: &Fixture) -> usize {
         ptr::from_ref(&fixture.heap.counters).addr()
     }

@@ -219,6 +219,13 @@ impl Chunk {
         unsafe { self.0.sub(WORD).cast::<usize>().read() }
     }
 
+    /// Where the footer of this free chunk of `size` bytes goes: its last word. Computing the
+    /// address reads nothing.
+    #[inline(always)]
+    pub(crate) fn footer_slot(self, size: usize) -> *mut usize {
+        self.0.as_ptr().wrapping_add(size - WORD).cast()
+    }
+
     /// Writes the footer of this free chunk of `size` bytes: its size, in its last word.
     ///
     /// # Safety
@@ -226,7 +233,7 @@ impl Chunk {
     #[inline(always)]
     pub(crate) unsafe fn set_footer(self, size: usize) {
         // SAFETY: the footer is the last word of the chunk, inside it by the caller's promise.
-        unsafe { self.0.add(size - WORD).cast::<usize>().write(size) }
+        unsafe { self.footer_slot(size).write(size) }
     }
 
     /// The footer of a free chunk.

@@ -395,14 +395,17 @@ impl<I: FreeIndex> Heap<I> {
     /// `[chunk, chunk + size)` lies inside one region and belongs to no other chunk.
     #[inline(always)]
     pub(crate) unsafe fn write_free(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: forwarded from the caller.
+        // SAFETY: forwarded from the caller; the footer's word is the chunk's last or the
+        // heap's own. Chosen by a select, not a branch: no metered block of its own on wasm32.
         unsafe {
             chunk.set_header(size | PREV_IN_USE);
-            if chunk.addr() + size == self.top_sentinel {
-                self.top_free = size;
-            } else {
-                chunk.set_footer(size);
-            }
+            let at_top = chunk.addr() + size == self.top_sentinel;
+            core::hint::select_unpredictable(
+                at_top,
+                &raw mut self.top_free,
+                chunk.footer_slot(size),
+            )
+            .write(size);
         }
     }
 

@@ -269,7 +269,76 @@ pub(crate) fn first_chunk_addr(region: &RegionRecord) -> usize {
 
 #[cfg(test)]
 mod tests {
+    extern crate std;
+
+    use core::alloc::Layout;
+    use std::vec;
+
     use super::*;
+
+    fn layout(size: usize) -> Layout {
+        Layout::from_size_align(size, 8).unwrap()
+    }
+
+    /// The end sentinel of the region claimed last.
+    fn newest_sentinel(heap: &Heap) -> Chunk {
+        // SAFETY: region records are valid while the heap lives.
+        unsafe { heap.regions().next().unwrap().as_ref() }.sentinel
+    }
+
+    #[test]
+    fn the_newest_regions_last_free_chunk_keeps_no_footer_in_memory() {
+        const POISON: usize = 0x5eed_f00d;
+        let mut memory = vec![0u128; 512];
+        let base = memory.as_mut_ptr().cast::<u8>();
+        let mut heap = Heap::new();
+        // SAFETY: `memory` outlives the heap and nothing else uses it; `base` covers all of it.
+        unsafe { heap.claim(base, 4096) }.unwrap();
+        let last_word = newest_sentinel(&heap).addr() - WORD - base.addr();
+        // SAFETY: the word before the sentinel is the free last chunk's, which nothing reads.
+        unsafe { base.add(last_word).cast::<usize>().write(POISON) };
+        // Splits of the last chunk, a free that merges into it, and one that does not.
+        let a = heap.allocate(layout(100)).unwrap();
+        let b = heap.allocate(layout(1000)).unwrap();
+        // SAFETY: `a` and `b` are live blocks of this heap.
+        unsafe { heap.free(b) };
+        let c = heap.allocate(layout(300)).unwrap();
+        unsafe { heap.free(a) };
+        heap.check().unwrap();
+        // SAFETY: as above; the heap never wrote the word.
+        assert_eq!(unsafe { base.add(last_word).cast::<usize>().read() }, POISON);
+        // Growth finds the last chunk through the heap's state and merges the new space in.
+        // SAFETY: `base` covers the whole of `memory`.
+        unsafe { heap.extend(base, 8192) }.unwrap();
+        heap.check().unwrap();
+        assert!(heap.allocate(layout(6000)).is_ok());
+        // SAFETY: `c` is a live block of this heap.
+        unsafe { heap.free(c) };
+        heap.check().unwrap();
+    }
+
+    #[test]
+    fn a_new_region_writes_the_old_last_chunks_footer_into_its_region() {
+        let mut memory = vec![0u128; 1024];
+        let base = memory.as_mut_ptr().cast::<u8>();
+        let mut heap = Heap::new();
+        // SAFETY: `memory` outlives the heap and nothing else uses it; the two regions are
+        // apart, with room for the first to grow by 2 KiB.
+        unsafe {
+            heap.claim(base, 4096).unwrap();
+            heap.allocate(layout(100)).unwrap();
+            heap.claim(base.add(8192), 4096).unwrap();
+        }
+        heap.check().unwrap();
+        // The first region, no longer the newest, grows through its last chunk's footer.
+        // SAFETY: as above.
+        unsafe { heap.extend(base, 6144) }.unwrap();
+        heap.check().unwrap();
+        // Only the first region's grown last chunk holds 5 KiB.
+        let block = heap.allocate(layout(5000)).unwrap();
+        assert!(block.as_ptr().addr() < base.addr() + 6144);
+        heap.check().unwrap();
+    }
 
     #[test]
     fn frames_align_headers_for_any_base() {
