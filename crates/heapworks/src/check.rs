@@ -5,9 +5,8 @@
 //! What it verifies, in this order (the first violation is returned):
 //! 1. Each region: its record chunk, then every chunk up to the sentinel (size in bounds, no
 //!    stray bits, `PREV_IN_USE` matching the chunk before, no two free chunks adjacent, a free
-//!    chunk's footer equal to its size (for the free chunk before the newest region's sentinel,
-//!    the heap's `top_free`, and `top_sentinel` naming that sentinel), its index entry
-//!    consistent with its neighbours'), then the sentinel.
+//!    chunk's footer equal to its size, its index entry consistent with its neighbours'), then
+//!    the sentinel.
 //! 2. The free index: its own invariants, and that it files exactly the free chunks the walk
 //!    found (as many, and the same ones: a sum of a bijective mix of their addresses must
 //!    match too, so an entry swapped for a chunk that is not free cannot hide behind a
@@ -60,13 +59,6 @@ impl<I: FreeIndex> Heap<I> {
     /// default index.
     pub fn check(&self) -> Result<(), Corruption> {
         let mut tally = Tally::default();
-        // SAFETY: region records are valid while the heap lives.
-        let newest_sentinel = self
-            .regions
-            .map_or(0, |r| unsafe { r.as_ref() }.sentinel.addr());
-        if self.top_sentinel != newest_sentinel {
-            return fail(newest_sentinel, CorruptionKind::BadSentinel);
-        }
         for record in self.regions() {
             self.check_region(record, &mut tally)?;
         }
@@ -153,13 +145,8 @@ impl<I: FreeIndex> Heap<I> {
         if !prev_in_use {
             return fail(addr, CorruptionKind::AdjacentFree);
         }
-        let footer = if addr + size == self.top_sentinel {
-            self.top_free
-        } else {
-            // SAFETY: the size was bounded by the sentinel, so the footer is inside the region.
-            unsafe { chunk.footer() }
-        };
-        if footer != size {
+        // SAFETY: the size was bounded by the sentinel, so the footer is inside the region.
+        if unsafe { chunk.footer() } != size {
             return fail(addr, CorruptionKind::BadFooter);
         }
         // SAFETY: a free chunk of at least MIN_CHUNK bytes inside the region.
@@ -527,22 +514,6 @@ mod tests {
         let sentinel = fixture.sentinel();
         // The tail before it is free, so its PREV_IN_USE is rightly clear.
         set_header(sentinel, header(sentinel) | PREV_IN_USE);
-        fixture.assert_fault(sentinel.addr(), None, CorruptionKind::BadSentinel);
-    }
-
-    #[test]
-    fn a_wrong_top_footer_is_bad_footer() {
-        let mut fixture = fixture();
-        // The tail ends at the newest region's sentinel: its footer is the heap's `top_free`.
-        fixture.heap.top_free += GRANULE;
-        fixture.assert_fault(fixture.tail().addr(), None, CorruptionKind::BadFooter);
-    }
-
-    #[test]
-    fn a_top_sentinel_off_the_newest_region_is_bad_sentinel() {
-        let mut fixture = fixture();
-        let sentinel = fixture.sentinel();
-        fixture.heap.top_sentinel -= GRANULE;
         fixture.assert_fault(sentinel.addr(), None, CorruptionKind::BadSentinel);
     }
 

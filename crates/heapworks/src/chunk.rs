@@ -15,11 +15,9 @@
 //! - `PREV_IN_USE` is set exactly when the chunk before is in use. When it is clear, the word just
 //!   before the header is the previous chunk's footer, which holds that chunk's size: this
 //!   boundary tag is how `free` finds its left neighbour in O(1).
-//! - A free chunk's footer (its last word) equals its size, except for the free chunk that ends
-//!   at the newest region's end sentinel, whose footer the heap keeps in its state instead (see
-//!   [`crate::heap`]); its `next`/`prev` words link it into the list of its bin (see
-//!   [`crate::index::bins`]). An allocated chunk has no footer: its payload runs up to the next
-//!   header, so the overhead is exactly one word.
+//! - A free chunk's footer (its last word) equals its size; its `next`/`prev` words link it into
+//!   the list of its bin (see [`crate::index::bins`]). An allocated chunk has no footer: its
+//!   payload runs up to the next header, so the overhead is exactly one word.
 //! - Two free chunks are never adjacent: `free` coalesces at once.
 
 use core::alloc::Layout;
@@ -219,21 +217,17 @@ impl Chunk {
         unsafe { self.0.sub(WORD).cast::<usize>().read() }
     }
 
-    /// Where the footer of this free chunk of `size` bytes goes: its last word. Computing the
-    /// address reads nothing.
-    #[inline(always)]
-    pub(crate) fn footer_slot(self, size: usize) -> *mut usize {
-        self.0.as_ptr().wrapping_add(size - WORD).cast()
-    }
-
-    /// Writes the footer of this free chunk of `size` bytes: its size, in its last word.
+    /// Makes this a free chunk of `size` bytes: header (keeping `prev_in_use`) and footer.
     ///
     /// # Safety
     /// `[self, self + size)` lies inside one region and belongs to no other chunk.
     #[inline(always)]
-    pub(crate) unsafe fn set_footer(self, size: usize) {
+    pub(crate) unsafe fn write_free(self, size: usize, prev_in_use: bool) {
         // SAFETY: the footer is the last word of the chunk, inside it by the caller's promise.
-        unsafe { self.footer_slot(size).write(size) }
+        unsafe {
+            self.set_header(size | if prev_in_use { PREV_IN_USE } else { 0 });
+            self.0.add(size - WORD).cast::<usize>().write(size);
+        }
     }
 
     /// The footer of a free chunk.

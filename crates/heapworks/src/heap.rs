@@ -6,11 +6,6 @@
 //! - `counters.in_use` is the total size of allocated chunks (headers and rounding included),
 //!   `counters.managed` the total size of all chunks (allocated and free) of all regions.
 //! - A failed call changes nothing.
-//! - `top_sentinel` is the address of the newest region's end sentinel (0 with no region).
-//!   When the chunk before it is free, that chunk has no footer in memory: `top_free` holds
-//!   its size. Only the region's growth reads it (no chunk follows to be freed and merge
-//!   left), so a split of that chunk, the usual way a growing heap serves a large request,
-//!   writes no word at the region's end.
 //!
 //! Costs: `free` and in-place resizing are O(1). `allocate` is O(1) except for two fallback
 //! walks, each taken only when no free chunk is large enough for the O(1) search:
@@ -77,11 +72,6 @@ pub struct Heap<I = Bins> {
     pub(crate) index: I,
     pub(crate) regions: Option<NonNull<RegionRecord>>,
     pub(crate) counters: Counters,
-    /// The address of the newest region's end sentinel (0 before the first region).
-    pub(crate) top_sentinel: usize,
-    /// The size of the free chunk that ends at `top_sentinel`, its footer kept here rather than
-    /// in the region (meaningless while the chunk there is in use).
-    pub(crate) top_free: usize,
 }
 
 // SAFETY: a `Heap` owns its regions exclusively (the `claim` contract); nothing in it is tied to
@@ -143,8 +133,6 @@ impl<I: FreeIndex> Heap<I> {
             index: I::EMPTY,
             regions: None,
             counters: Counters::new(),
-            top_sentinel: 0,
-            top_free: 0,
         }
     }
 
@@ -326,7 +314,7 @@ impl<I: FreeIndex> Heap<I> {
                 (chunk, header & PREV_IN_USE)
             } else {
                 self.index.refile_in(chunk, bin, chunk, padding);
-                self.write_free(chunk, padding);
+                chunk.write_free(padding, header & PREV_IN_USE != 0);
                 (chunk.after(padding), 0)
             };
             let filed = if padding == 0 {
@@ -369,7 +357,7 @@ impl<I: FreeIndex> Heap<I> {
                     Filed::Entry(entry, bin) => self.index.refile_in(entry, bin, tail, spare),
                     Filed::Nothing => self.index.insert(tail, spare),
                 }
-                self.write_free(tail, spare);
+                tail.write_free(spare, true);
                 block.set_header(needed | prev_flag | IN_USE);
                 needed
             } else {
@@ -382,30 +370,6 @@ impl<I: FreeIndex> Heap<I> {
                 block.after(available).set_prev_in_use(true);
                 available
             }
-        }
-    }
-
-    /// Makes `chunk` a free chunk of `size` bytes whose left neighbour is in use: its header,
-    /// and its footer, which goes to `top_free` when the chunk ends at the newest region's
-    /// sentinel. That word is the last of a region that grows at its end, on a page nothing
-    /// else touches while the chunk is split from the front: Gear charges such a page per
-    /// message (crates/heapworks/TUNING.md, "The top chunk's footer").
-    ///
-    /// # Safety
-    /// `[chunk, chunk + size)` lies inside one region and belongs to no other chunk.
-    #[inline(always)]
-    pub(crate) unsafe fn write_free(&mut self, chunk: Chunk, size: usize) {
-        // SAFETY: forwarded from the caller; the footer's word is the chunk's last or the
-        // heap's own. Chosen by a select, not a branch: no metered block of its own on wasm32.
-        unsafe {
-            chunk.set_header(size | PREV_IN_USE);
-            let at_top = chunk.addr() + size == self.top_sentinel;
-            core::hint::select_unpredictable(
-                at_top,
-                &raw mut self.top_free,
-                chunk.footer_slot(size),
-            )
-            .write(size);
         }
     }
 
@@ -502,14 +466,14 @@ impl<I: FreeIndex> Heap<I> {
                     self.index.unlink(next, I::slot_of(next_size));
                 }
                 self.index.resize_entry(prev, prev_size, prev_size + total);
-                self.write_free(prev, prev_size + total);
+                prev.write_free(prev_size + total, true);
             } else if next_is_free {
                 self.index
                     .refile_in(next, I::slot_of(next_size), chunk, total);
-                self.write_free(chunk, total);
+                chunk.write_free(total, true);
             } else {
                 self.index.insert(chunk, size);
-                self.write_free(chunk, size);
+                chunk.write_free(size, true);
             }
         }
     }
@@ -860,10 +824,10 @@ impl<I: FreeIndex> Heap<I> {
                 let next_size = next_header & SIZE_MASK;
                 let slot = I::slot_of(next_size);
                 self.index.refile_in(next, slot, tail, spare + next_size);
-                self.write_free(tail, spare + next_size);
+                tail.write_free(spare + next_size, true);
             } else if spare >= MIN_CHUNK {
                 self.index.insert(tail, spare);
-                self.write_free(tail, spare);
+                tail.write_free(spare, true);
                 next.set_header(next_header & !PREV_IN_USE);
             } else {
                 return;

@@ -11,9 +11,7 @@
 //!   records form a singly linked list headed by the heap. The record chunk gives every real
 //!   chunk an in-use left neighbour, so no chunk ever looks left of its region.
 //! - Each region ends with an *end sentinel*: a header of size 0 marked in use, so no chunk
-//!   coalesces past the end. Its `PREV_IN_USE` flag tells whether the last chunk is free; that
-//!   chunk's size is in its footer, or for the newest region in the heap's `top_free` (see
-//!   [`crate::heap`]), which a new region's claim first writes out as the footer.
+//!   coalesces past the end. Its `PREV_IN_USE` flag tells whether the last chunk is free.
 //! - The first region's record holds the heap's list *sink* (see [`crate::index::bins`]): a
 //!   word that list operations may overwrite at will; it means nothing.
 //! - Regions never overlap. `extend` moves the sentinel of one region forward; growth smaller
@@ -125,12 +123,10 @@ impl<I: FreeIndex> Heap<I> {
                 let sink_prev = NonNull::new_unchecked(&raw mut (*record.as_ptr()).sink_prev);
                 self.index.adopt_sink(Chunk::with_prev_link_at(sink_prev));
             }
-            self.hand_down_top_footer();
             self.regions = Some(record);
-            self.top_sentinel = sentinel.addr();
             let first = Chunk::at(base.add(frame.first_chunk));
             let free_size = frame.sentinel - frame.first_chunk;
-            self.write_free(first, free_size);
+            first.write_free(free_size, true);
             self.index.insert(first, free_size);
             self.counters.managed += free_size;
         }
@@ -181,17 +177,12 @@ impl<I: FreeIndex> Heap<I> {
     /// # Safety
     /// `sentinel` is a region's end sentinel and the `gap` bytes after it belong to the region.
     unsafe fn absorb_growth(&mut self, sentinel: Chunk, gap: usize) -> Option<Chunk> {
-        // SAFETY: forwarded from the caller; the last chunk is found through its footer.
+        // SAFETY: forwarded from the caller; the last chunk is found through the boundary tag.
         unsafe {
             let last_is_free = sentinel.header() & PREV_IN_USE == 0;
-            let is_top = sentinel.addr() == self.top_sentinel;
             // One insertion for both cases: the index's code is inlined at each call.
             let (free, free_size) = if last_is_free {
-                let last_size = if is_top {
-                    self.top_free
-                } else {
-                    sentinel.prev_free_size()
-                };
+                let last_size = sentinel.prev_free_size();
                 let last = sentinel.before(last_size);
                 self.index.unlink(last, I::slot_of(last_size));
                 (last, last_size + gap)
@@ -200,32 +191,12 @@ impl<I: FreeIndex> Heap<I> {
             } else {
                 return None;
             };
-            let new_sentinel = sentinel.after(gap);
-            if is_top {
-                self.top_sentinel = new_sentinel.addr();
-            }
-            self.write_free(free, free_size);
+            free.write_free(free_size, true);
             self.index.insert(free, free_size);
+            let new_sentinel = sentinel.after(gap);
             new_sentinel.set_header(IN_USE);
             self.counters.managed += gap;
             Some(new_sentinel)
-        }
-    }
-
-    /// Writes the footer that the newest region's last chunk, when free, keeps in the heap's
-    /// state into the region itself, before a new region takes over as the newest.
-    ///
-    /// # Safety
-    /// The heap's regions are claimed and sound.
-    unsafe fn hand_down_top_footer(&mut self) {
-        let Some(record) = self.regions else { return };
-        // SAFETY: the record is valid while the heap lives; the chunk before its sentinel is
-        // free when the sentinel says so, and then `top_free` is its size.
-        unsafe {
-            let sentinel = record.as_ref().sentinel;
-            if sentinel.header() & PREV_IN_USE == 0 {
-                sentinel.before(self.top_free).set_footer(self.top_free);
-            }
         }
     }
 
@@ -269,76 +240,7 @@ pub(crate) fn first_chunk_addr(region: &RegionRecord) -> usize {
 
 #[cfg(test)]
 mod tests {
-    extern crate std;
-
-    use core::alloc::Layout;
-    use std::vec;
-
     use super::*;
-
-    fn layout(size: usize) -> Layout {
-        Layout::from_size_align(size, 8).unwrap()
-    }
-
-    /// The end sentinel of the region claimed last.
-    fn newest_sentinel(heap: &Heap) -> Chunk {
-        // SAFETY: region records are valid while the heap lives.
-        unsafe { heap.regions().next().unwrap().as_ref() }.sentinel
-    }
-
-    #[test]
-    fn the_newest_regions_last_free_chunk_keeps_no_footer_in_memory() {
-        const POISON: usize = 0x5eed_f00d;
-        let mut memory = vec![0u128; 512];
-        let base = memory.as_mut_ptr().cast::<u8>();
-        let mut heap = Heap::new();
-        // SAFETY: `memory` outlives the heap and nothing else uses it; `base` covers all of it.
-        unsafe { heap.claim(base, 4096) }.unwrap();
-        let last_word = newest_sentinel(&heap).addr() - WORD - base.addr();
-        // SAFETY: the word before the sentinel is the free last chunk's, which nothing reads.
-        unsafe { base.add(last_word).cast::<usize>().write(POISON) };
-        // Splits of the last chunk, a free that merges into it, and one that does not.
-        let a = heap.allocate(layout(100)).unwrap();
-        let b = heap.allocate(layout(1000)).unwrap();
-        // SAFETY: `a` and `b` are live blocks of this heap.
-        unsafe { heap.free(b) };
-        let c = heap.allocate(layout(300)).unwrap();
-        unsafe { heap.free(a) };
-        heap.check().unwrap();
-        // SAFETY: as above; the heap never wrote the word.
-        assert_eq!(unsafe { base.add(last_word).cast::<usize>().read() }, POISON);
-        // Growth finds the last chunk through the heap's state and merges the new space in.
-        // SAFETY: `base` covers the whole of `memory`.
-        unsafe { heap.extend(base, 8192) }.unwrap();
-        heap.check().unwrap();
-        assert!(heap.allocate(layout(6000)).is_ok());
-        // SAFETY: `c` is a live block of this heap.
-        unsafe { heap.free(c) };
-        heap.check().unwrap();
-    }
-
-    #[test]
-    fn a_new_region_writes_the_old_last_chunks_footer_into_its_region() {
-        let mut memory = vec![0u128; 1024];
-        let base = memory.as_mut_ptr().cast::<u8>();
-        let mut heap = Heap::new();
-        // SAFETY: `memory` outlives the heap and nothing else uses it; the two regions are
-        // apart, with room for the first to grow by 2 KiB.
-        unsafe {
-            heap.claim(base, 4096).unwrap();
-            heap.allocate(layout(100)).unwrap();
-            heap.claim(base.add(8192), 4096).unwrap();
-        }
-        heap.check().unwrap();
-        // The first region, no longer the newest, grows through its last chunk's footer.
-        // SAFETY: as above.
-        unsafe { heap.extend(base, 6144) }.unwrap();
-        heap.check().unwrap();
-        // Only the first region's grown last chunk holds 5 KiB.
-        let block = heap.allocate(layout(5000)).unwrap();
-        assert!(block.as_ptr().addr() < base.addr() + 6144);
-        heap.check().unwrap();
-    }
 
     #[test]
     fn frames_align_headers_for_any_base() {
