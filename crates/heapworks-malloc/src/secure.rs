@@ -40,7 +40,7 @@ use crate::{fault, tiny};
 /// Blocks the quarantine holds at most.
 pub(crate) const QUARANTINE_BLOCKS: usize = 1024;
 /// Bytes the quarantine holds at most.
-pub(crate) const QUARANTINE_BYTES: usize = 4 << 20;
+pub(crate) const QUARANTINE_BYTES: usize = 1 << 20;
 
 /// A block waiting in the quarantine.
 #[derive(Clone, Copy)]
