@@ -104,8 +104,7 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
             if !tiny::is_slot_start(block) {
                 fault::invalid_pointer("free", block.as_ptr());
             }
-            tiny::check_canary(block);
-            tiny::usable_bytes(block)
+            tiny::usable_bytes_checked(block)
         }
         None => crate::arena::validate(block, "free"),
     };
