@@ -40,7 +40,7 @@ use crate::{fault, tiny};
 /// Blocks the quarantine holds at most.
 pub(crate) const QUARANTINE_BLOCKS: usize = 1024;
 /// Bytes the quarantine holds at most.
-pub(crate) const QUARANTINE_BYTES: usize = 4 << 20;
+pub(crate) const QUARANTINE_BYTES: usize = 1 << 20;
 
 /// A block waiting in the quarantine.
 #[derive(Clone, Copy)]
@@ -104,8 +104,7 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
             if !tiny::is_slot_start(block) {
                 fault::invalid_pointer("free", block.as_ptr());
             }
-            tiny::check_canary(block);
-            tiny::usable_bytes(block)
+            tiny::usable_bytes_checked(block)
         }
         None => crate::arena::validate(block, "free"),
     };

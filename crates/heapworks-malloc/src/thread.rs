@@ -538,7 +538,7 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
 /// `malloc`'s fast path pops from them as usual (adding one), while `free`'s fast path always
 /// finds the room negative and leaves every free to the slow path, which validates, wipes and
 /// quarantines the block (see [`crate::secure`]). Blocks leaving the quarantine join the
-/// freeing thread's stash, while it holds fewer than [`SECURE_STASH_MAX`].
+/// freeing thread's stash, which holds at most [`SECURE_STASH_MAX`] (see [`release_evicted`]).
 const SECURE_EMPTY: u32 = 0xC000_0000;
 /// Blocks a secure-mode refill takes at once.
 const SECURE_STASH: u32 = 32;
@@ -576,9 +576,9 @@ unsafe fn fill_stash(list: usize, head: *mut u8, count: u32) -> Option<NonNull<u
 }
 
 /// Secure mode: a block out of the quarantine (checked and wiped) joins the calling thread's
-/// stash of its list while that holds fewer than [`SECURE_STASH_MAX`], marked as a cached
-/// block (so a free of it is caught as a double free); else it goes back to the slabs or the
-/// core heap.
+/// stash of its list, marked as a cached block (so a free of it is caught as a double free);
+/// a stash of [`SECURE_STASH_MAX`] blocks first sends half of them back to their slabs or
+/// heaps ([`flush`]). A block of no list (a medium one) goes back to the core heap.
 ///
 /// # Safety
 /// `block` is a block of `bytes` bytes out of the quarantine, allocated in its owner's eyes.
@@ -592,13 +592,16 @@ pub(crate) unsafe fn release_evicted(block: NonNull<u8>, bytes: usize) {
     unsafe {
         if let (Some(list), Some(cache)) = (list, live_cache()) {
             let bin = bin(list);
-            if SECURE_EMPTY - (*bin).room < SECURE_STASH_MAX {
-                block.cast::<usize>().add(1).write(cache.addr());
-                link::set(block, (*bin).head);
-                (*bin).head = block.as_ptr();
-                (*bin).room -= 1;
-                return;
+            if SECURE_EMPTY - (*bin).room >= SECURE_STASH_MAX {
+                // The program frees more of this list than it takes: half the stash goes
+                // home in one walk, not each block under a lock of its own.
+                flush(list, SECURE_STASH_MAX / 2);
             }
+            block.cast::<usize>().add(1).write(cache.addr());
+            link::set(block, (*bin).head);
+            (*bin).head = block.as_ptr();
+            (*bin).room -= 1;
+            return;
         }
         release_one(block);
     }

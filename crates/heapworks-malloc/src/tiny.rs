@@ -279,7 +279,7 @@ struct SlabMeta {
     prev: u32,
     /// Secure mode: every slot of the slab ends with a canary word (see
     /// [`Slabs::shuffle_fresh`]); set once, under the lock, before any slot is handed out, and
-    /// read without it by [`check_canary`].
+    /// read without it by [`usable_bytes_checked`].
     canaries: AtomicU32,
 }
 
@@ -383,15 +383,20 @@ pub(crate) fn usable_bytes(slot: NonNull<u8>) -> usize {
     }
 }
 
-/// Secure mode: reports an overflow past `slot` (a slot start) if its slab is guarded and
-/// its canary changed. An overflow runs from the slot's end, so it changes the canary first;
-/// an underflow into the slot below changes that slot's canary, found when it is freed.
-pub(crate) fn check_canary(slot: NonNull<u8>) {
-    if let Some((size, word)) = canary_of(slot) {
-        // SAFETY: the canary word lies in the slot, in a committed slab.
-        if unsafe { word.read() } != canary(word) {
-            crate::fault::overflow(slot.as_ptr(), size - CANARY_BYTES);
+/// Secure mode's [`usable_bytes`] of a slot being freed, `slot` a slot start: reports an
+/// overflow past it if its slab is guarded and its canary changed (one look-up of the slab's
+/// flag for both). An overflow runs from the slot's end, so it changes the canary first; an
+/// underflow into the slot below changes that slot's canary, found when it is freed.
+pub(crate) fn usable_bytes_checked(slot: NonNull<u8>) -> usize {
+    match canary_of(slot) {
+        Some((size, word)) => {
+            // SAFETY: the canary word lies in the slot, in a committed slab.
+            if unsafe { word.read() } != canary(word) {
+                crate::fault::overflow(slot.as_ptr(), size - CANARY_BYTES);
+            }
+            size - CANARY_BYTES
         }
+        None => slot_bytes(area_of(slot.as_ptr())),
     }
 }
 
@@ -713,7 +718,7 @@ impl Slabs {
     /// prime to the count, which visits each once. Each gets a canary ([`canary`]) in its last
     /// word (slots of at least [`GUARDED_MIN_BYTES`]), which secure mode's requests leave
     /// unused (see `size_class::guarded_list_of_request`), so that an overflow past a slot is
-    /// found when the slot is freed ([`check_canary`]). A slab is marked guarded only when
+    /// found when the slot is freed ([`usable_bytes_checked`]). A slab is marked guarded only when
     /// it starts (its first slots handed out before secure mode was on have no canary).
     ///
     /// # Safety
