@@ -32,7 +32,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::address_map;
-use crate::core_heap::CoreHeap;
+use crate::core_heap::{CoreHeap, Trim};
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::size_class::{
@@ -84,7 +84,7 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     let mut arenas = [const {
         Arena {
             backends: SpinLock::new(Backends {
-                core: CoreHeap::new(0),
+                core: CoreHeap::new(0, Trim::LAZY),
                 slabs: Slabs::new(0),
             }),
             remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
@@ -97,7 +97,7 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     while at < MAX_ARENAS {
         arenas[at] = Arena {
             backends: SpinLock::new(Backends {
-                core: CoreHeap::new(at),
+                core: CoreHeap::new(at, if at == STARTER { Trim::EAGER } else { Trim::LAZY }),
                 slabs: Slabs::new(at),
             }),
             remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
