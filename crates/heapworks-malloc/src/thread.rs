@@ -1,28 +1,28 @@
 //! The per-thread owner: each thread's cache in initial-exec TLS, the arena it owns, its start,
 //! its exit (abandoning the arena) and the routing of every block that leaves the cache.
 //!
-//! Each thread owns one [`ThreadCache`] in static TLS: for every size class and every slot
-//! class (see [`crate::tiny`]) a singly linked list of blocks (the link is the block's first
-//! word), the room left on it, and its limit.
-//! `malloc` pops and `free` pushes without a lock or an atomic (15 and 22 instructions, pinned
-//! by `bench --malloc --instructions`). A block freed by any thread joins the freeing thread's
-//! list, whoever owns it: the fast path does not look. Its owner is asked only when the block
-//! leaves the cache, a list at a time: a full list either grows its limit (when the block
-//! that overflows it is from the thread's own arena, within the thread's byte budget: `HEAPWORKS_TCACHE_KIB`, or a share of [`SHARED_BUDGETS`] of it for a
-//! thread that starts while more threads run, see [`budget_for`]) or sends half its blocks back, and those go
-//! to the arenas they came from ([`Router`]): the thread's own arena's under its lock (left
-//! linked as the class's transfer batch when the core heap has room for it, slots as their
-//! area's batch), any other arena's onto that arena's remote list, one compare-and-swap a
-//! chain. An empty list first collects the blocks other threads freed into the thread's arena
-//! ([`collect_remote`]: one exchange takes them all, and they join the thread's lists), then
-//! refills from its arena under its lock: the class's transfer batch, or fresh blocks, or
-//! slots from its slabs. When no slab can be had, a slot request takes a core block of the
-//! class that holds as much. So does a promoted class's list (see [`tiny::note_carved`]): it
-//! refills with slots of the class's area, and a flush sends its slots to the slabs and its
-//! core blocks (those carved before the promotion, or when no slab could be had) to the core
-//! heap. No lock is ever held while another is taken: an arena's growth is reported by the
-//! core heap and the cached large mappings give as much back after the arena's lock is
-//! released ([`with_arena`]).
+//! Each thread owns one [`ThreadCache`] in static TLS: for every size class and every slot class
+//! (see [`crate::tiny`]) a singly linked list of blocks (the link is the block's first word), the
+//! room left on it, and its limit. `malloc` pops and `free` pushes without a lock or an atomic (15
+//! and 22 instructions, pinned by `bench --malloc --instructions`). A block freed by any thread
+//! joins the freeing thread's list, whoever owns it: the fast path does not look. Its owner is
+//! asked only when the block leaves the cache, a list at a time: a full list either grows its limit
+//! (when the block that overflows it is from the thread's own arena, within the thread's byte
+//! budget: `HEAPWORKS_TCACHE_KIB`, or a share of [`SHARED_BUDGETS`] of it for a thread that starts
+//! while more threads run, see [`budget_for`]) or sends its blocks back (half of them, or all of a
+//! consumer's, see [`make_list_room`]), and those go to the arenas they came from ([`Router`]): the
+//! thread's own arena's under its lock (left linked as the class's transfer batch when the core
+//! heap has room for it, slots as their area's batch), any other arena's onto that arena's remote
+//! list, one compare-and-swap a chain. An empty list first collects the blocks other threads freed
+//! into the thread's arena ([`collect_remote`]: one exchange takes them all, and they join the
+//! thread's lists), then refills from its arena under its lock: the class's transfer batch, or
+//! fresh blocks, or slots from its slabs. When no slab can be had, a slot request takes a core
+//! block of the class that holds as much. So does a promoted class's list (see
+//! [`tiny::note_carved`]): it refills with slots of the class's area, and a flush sends its slots
+//! to the slabs and its core blocks (those carved before the promotion, or when no slab could be
+//! had) to the core heap. No lock is ever held while another is taken: an arena's growth is
+//! reported by the core heap and the cached large mappings give as much back after the arena's lock
+//! is released ([`with_arena`]).
 //!
 //! A thread claims an arena when its cache starts (see [`crate::arena`]) and at exit
 //! ([`retire`]) sends every cached block home, then abandons its arena to the next thread that
