@@ -32,7 +32,7 @@ use core::ptr::NonNull;
 use core::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 use crate::address_map;
-use crate::core_heap::{CoreHeap, Trim};
+use crate::core_heap::CoreHeap;
 use crate::link;
 use crate::lock::{SpinGuard, SpinLock};
 use crate::size_class::{
@@ -84,7 +84,7 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     let mut arenas = [const {
         Arena {
             backends: SpinLock::new(Backends {
-                core: CoreHeap::new(0, Trim::LAZY),
+                core: CoreHeap::new(0),
                 slabs: Slabs::new(0),
             }),
             remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
@@ -97,7 +97,7 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     while at < MAX_ARENAS {
         arenas[at] = Arena {
             backends: SpinLock::new(Backends {
-                core: CoreHeap::new(at, trim_of(at)),
+                core: CoreHeap::new(at),
                 slabs: Slabs::new(at),
             }),
             remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
@@ -109,16 +109,6 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     }
     arenas
 };
-
-/// How arena `at`'s heap gives free pages back: the starter arena's eagerly (threads pass
-/// through it, see [`Trim::EAGER`]), the others lazily.
-const fn trim_of(at: usize) -> Trim {
-    if at == STARTER {
-        Trim::EAGER
-    } else {
-        Trim::LAZY
-    }
-}
 
 /// The arena every thread starts on, owned by none (its bit is always set): a thread claims
 /// one of its own once it has taken [`OWN_AFTER_BYTES`] from it (see [`crate::thread`]), so

@@ -21,10 +21,7 @@
 //! the whole pages inside the unused spans of free chunks of at least [`TRIM_MIN_SPAN`] are
 //! discarded (`madvise(MADV_DONTNEED)`, under the lock, so no block is carved from them
 //! meanwhile). A hot loop thus refaults at most one trim's worth of pages per `TRIM_EVERY`
-//! bytes it frees, while a program that frees a lot stops paying memory for it. A heap that
-//! threads only pass through (the starter arena's, [`Trim::EAGER`]) trims after every
-//! [`EAGER_TRIM_EVERY`] bytes, spans down to [`EAGER_TRIM_MIN_SPAN`]: its blocks come back
-//! after their threads moved to arenas of their own, and nobody reuses its pages meanwhile.
+//! bytes it frees, while a program that frees a lot stops paying memory for it.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -45,10 +42,6 @@ const MIN_COMMIT: usize = 2 << 20;
 const TRIM_EVERY: usize = 64 << 20;
 /// Unused spans shorter than this stay resident: a few pages are not worth a syscall.
 const TRIM_MIN_SPAN: usize = 256 << 10;
-/// [`Trim::EAGER`]'s bytes freed between two trims (TUNING.md).
-const EAGER_TRIM_EVERY: usize = 256 << 10;
-/// [`Trim::EAGER`]'s shortest unused span given back.
-const EAGER_TRIM_MIN_SPAN: usize = 16 << 10;
 /// Bytes the transfer batches may hold in all (blocks kept out of the heap, so bounded).
 const TRANSFER_MAX_BYTES: usize = 256 << 10;
 /// Room for the core's region record, end sentinel, alignment padding and a block header.
@@ -76,29 +69,6 @@ impl Batch {
     };
 }
 
-/// When a core heap gives free pages back.
-#[derive(Clone, Copy)]
-pub(crate) struct Trim {
-    /// Bytes freed into the heap between two trims.
-    every: usize,
-    /// Unused spans shorter than this stay resident.
-    min_span: usize,
-}
-
-impl Trim {
-    /// An owned arena's heap: rarely, large spans only (a hot loop refaults little).
-    pub(crate) const LAZY: Trim = Trim {
-        every: TRIM_EVERY,
-        min_span: TRIM_MIN_SPAN,
-    };
-    /// A heap threads pass through (the starter arena): its blocks come back after their
-    /// threads moved on, so its free pages go back soon.
-    pub(crate) const EAGER: Trim = Trim {
-        every: EAGER_TRIM_EVERY,
-        min_span: EAGER_TRIM_MIN_SPAN,
-    };
-}
-
 /// The heap, the reservation it grows into, and the transfer batches.
 pub(crate) struct CoreHeap {
     /// The arena this heap belongs to (recorded in the address map for its reservations).
@@ -109,8 +79,6 @@ pub(crate) struct CoreHeap {
     newest: Option<Reservation>,
     committed_total: usize,
     freed_since_trim: usize,
-    /// Bytes freed between two trims, and the shortest unused span a trim gives back.
-    trim: Trim,
     transfer: [Batch; CLASS_SLOTS],
     transfer_bytes: usize,
 }
@@ -121,7 +89,7 @@ unsafe impl Send for CoreHeap {}
 
 impl CoreHeap {
     /// An empty heap of arena `arena`.
-    pub(crate) const fn new(arena: usize, trim: Trim) -> CoreHeap {
+    pub(crate) const fn new(arena: usize) -> CoreHeap {
         CoreHeap {
             arena,
             new_commits: 0,
@@ -129,7 +97,6 @@ impl CoreHeap {
             newest: None,
             committed_total: 0,
             freed_since_trim: 0,
-            trim,
             transfer: [Batch::EMPTY; CLASS_SLOTS],
             transfer_bytes: 0,
         }
@@ -302,7 +269,7 @@ impl CoreHeap {
             self.freed_since_trim += Heap::usable_size(block);
             self.heap.free(block);
         }
-        if self.freed_since_trim >= self.trim.every {
+        if self.freed_since_trim >= TRIM_EVERY {
             self.trim();
         }
     }
@@ -312,9 +279,8 @@ impl CoreHeap {
     fn trim(&mut self) {
         self.freed_since_trim = 0;
         let mut trimmed = 0;
-        let min_span = self.trim.min_span;
         self.heap.for_each_unused_span(|start, len| {
-            if len < min_span {
+            if len < TRIM_MIN_SPAN {
                 return;
             }
             let addr = start.as_ptr().addr();
