@@ -1,28 +1,28 @@
 //! The per-thread owner: each thread's cache in initial-exec TLS, the arena it owns, its start,
 //! its exit (abandoning the arena) and the routing of every block that leaves the cache.
 //!
-//! Each thread owns one [`ThreadCache`] in static TLS: for every size class and every slot
-//! class (see [`crate::tiny`]) a singly linked list of blocks (the link is the block's first
-//! word), the room left on it, and its limit.
-//! `malloc` pops and `free` pushes without a lock or an atomic (15 and 22 instructions, pinned
-//! by `bench --malloc --instructions`). A block freed by any thread joins the freeing thread's
-//! list, whoever owns it: the fast path does not look. Its owner is asked only when the block
-//! leaves the cache, a list at a time: a full list either grows its limit (within the
-//! thread's byte budget: `HEAPWORKS_TCACHE_KIB`, or a share of [`SHARED_BUDGETS`] of it for a
-//! thread that starts while more threads run, see [`budget_for`]) or sends half its blocks back, and those go
-//! to the arenas they came from ([`Router`]): the thread's own arena's under its lock (left
-//! linked as the class's transfer batch when the core heap has room for it, slots as their
-//! area's batch), any other arena's onto that arena's remote list, one compare-and-swap a
-//! chain. An empty list first collects the blocks other threads freed into the thread's arena
-//! ([`collect_remote`]: one exchange takes them all, and they join the thread's lists), then
-//! refills from its arena under its lock: the class's transfer batch, or fresh blocks, or
-//! slots from its slabs. When no slab can be had, a slot request takes a core block of the
-//! class that holds as much. So does a promoted class's list (see [`tiny::note_carved`]): it
-//! refills with slots of the class's area, and a flush sends its slots to the slabs and its
-//! core blocks (those carved before the promotion, or when no slab could be had) to the core
-//! heap. No lock is ever held while another is taken: an arena's growth is reported by the
-//! core heap and the cached large mappings give as much back after the arena's lock is
-//! released ([`with_arena`]).
+//! Each thread owns one [`ThreadCache`] in static TLS: for every size class and every slot class
+//! (see [`crate::tiny`]) a singly linked list of blocks (the link is the block's first word), the
+//! room left on it, and its limit. `malloc` pops and `free` pushes without a lock or an atomic (15
+//! and 22 instructions, pinned by `bench --malloc --instructions`). A block freed by any thread
+//! joins the freeing thread's list, whoever owns it: the fast path does not look. Its owner is
+//! asked only when the block leaves the cache, a list at a time: a full list either grows its limit
+//! (when the block that overflows it is from the thread's own arena, within the thread's byte
+//! budget: `HEAPWORKS_TCACHE_KIB`, or a share of [`SHARED_BUDGETS`] of it for a thread that starts
+//! while more threads run, see [`budget_for`]) or sends its blocks back (half of them, or all of a
+//! consumer's, see [`make_list_room`]), and those go to the arenas they came from ([`Router`]): the
+//! thread's own arena's under its lock (left linked as the class's transfer batch when the core
+//! heap has room for it, slots as their area's batch), any other arena's onto that arena's remote
+//! list, one compare-and-swap a chain. An empty list first collects the blocks other threads freed
+//! into the thread's arena ([`collect_remote`]: one exchange takes them all, and they join the
+//! thread's lists), then refills from its arena under its lock: the class's transfer batch, or
+//! fresh blocks, or slots from its slabs. When no slab can be had, a slot request takes a core
+//! block of the class that holds as much. So does a promoted class's list (see
+//! [`tiny::note_carved`]): it refills with slots of the class's area, and a flush sends its slots
+//! to the slabs and its core blocks (those carved before the promotion, or when no slab could be
+//! had) to the core heap. No lock is ever held while another is taken: an arena's growth is
+//! reported by the core heap and the cached large mappings give as much back after the arena's lock
+//! is released ([`with_arena`]).
 //!
 //! A thread claims an arena when its cache starts (see [`crate::arena`]) and at exit
 //! ([`retire`]) sends every cached block home, then abandons its arena to the next thread that
@@ -526,7 +526,7 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
         if push_or_restore(block, class) {
             return;
         }
-        make_list_room(cache, class);
+        make_list_room(cache, class, block);
         if !push_or_restore(block, class) {
             release_one(block);
         }
@@ -1256,20 +1256,23 @@ unsafe fn refill(cache: *mut ThreadCache, class: usize) -> Option<()> {
     }
 }
 
-/// Makes room on the full list of `class`: doubles its limit if the budget allows, otherwise
-/// sends half its blocks back to their arenas. A list whose last flush sent most of its blocks
-/// to other arenas is a consumer's instead: it sends all of them, and shrinks back to its
-/// initial limit. Its blocks are then still in the cache when they go (a consumer's list grown
-/// to hundreds of blocks was sent back cold, a miss per block), and a thread that only frees
-/// others' blocks does not hold its budget's worth of them.
+/// Makes room on the full list of `class` for `freed`: doubles its limit if the budget allows,
+/// otherwise sends half its blocks back to their arenas. A list whose last flush sent most of
+/// its blocks to other arenas is a consumer's instead, and so is one that overflows on
+/// another arena's block: it sends all of them, and shrinks back to its initial limit. Its
+/// blocks are then still in the cache when they go (a consumer's list grown to hundreds of
+/// blocks was sent back cold, a miss per block), and a thread that only frees others' blocks
+/// does not hold its budget's worth of them (nor grows to it before its first flush: peak RSS
+/// at 8 threads, TUNING.md).
 ///
 /// # Safety
-/// `cache` is the calling thread's live cache; `class` is a valid class.
-unsafe fn make_list_room(cache: *mut ThreadCache, class: usize) {
+/// `cache` is the calling thread's live cache; `class` is a valid class; `freed` is a live
+/// block of this allocator (its arena is looked up).
+unsafe fn make_list_room(cache: *mut ThreadCache, class: usize, freed: NonNull<u8>) {
     // SAFETY: the cache is this thread's.
     unsafe {
         let bin = bin(class);
-        if (*bin).sends_away {
+        if (*bin).sends_away || owner_of(freed).0 != (*cache).arena {
             flush(class, u32::MAX);
             let initial = initial_limit(class);
             let limit = (*bin).limit as u32;
