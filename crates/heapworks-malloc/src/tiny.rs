@@ -115,9 +115,10 @@ const MAX_SLABS: usize = STRIDE / SLAB_BYTES;
 const ROW_BYTES: usize = SLOT_AREAS * core::mem::size_of::<SlabMeta>();
 /// Slabs committed at a time (1 MiB: untouched pages cost nothing but commit charge).
 const COMMIT_SLABS: usize = 16;
-/// An area that has started this many slabs has each new one made resident at once (one
-/// system call, not 16 page faults): it will fill it, while an area that is used little keeps
-/// its slabs' untouched pages out of memory.
+/// An arena that has started this many slabs of an area has each new one made resident at
+/// once (one system call, not 16 page faults): it will fill it, while an arena that uses the
+/// area little keeps its slabs' untouched pages out of memory (counted per arena: each
+/// thread's first slab of a size is mostly untouched).
 const POPULATE_AFTER: usize = 4;
 /// Empty slabs of an area kept resident for the next refills; the others are given back.
 const EMPTY_KEPT: u32 = 4;
@@ -293,6 +294,8 @@ struct Area {
     batches: *mut u8,
     /// Slots in all the batches.
     batch_slots: u32,
+    /// Slabs this arena has started in the area.
+    started: u32,
 }
 
 impl Area {
@@ -303,6 +306,7 @@ impl Area {
         clean: 0,
         batches: core::ptr::null_mut(),
         batch_slots: 0,
+        started: 0,
     };
 }
 
@@ -826,7 +830,10 @@ impl Slabs {
             self.areas[area].clean = self.pop(area, top);
             top
         } else {
-            REGION.lock().start_new(area, self.arena)?
+            let populate = state.started as usize >= POPULATE_AFTER;
+            let index = REGION.lock().start_new(area, self.arena, populate)?;
+            self.areas[area].started += 1;
+            index
         };
         self.link_partial(area, index);
         Some(index)
@@ -905,8 +912,9 @@ impl Slabs {
 }
 
 impl Region {
-    /// Starts the next slab of `area` (reserving the region first), committing as needed.
-    fn start_new(&mut self, area: usize, arena: u32) -> Option<usize> {
+    /// Starts the next slab of `area` (reserving the region first), committing as needed,
+    /// for `arena`; made resident at once if `populate`.
+    fn start_new(&mut self, area: usize, arena: u32, populate: bool) -> Option<usize> {
         if BASE.load(Ordering::Relaxed).is_null() && !self.reserve() {
             return None;
         }
@@ -925,7 +933,7 @@ impl Region {
             }
             self.committed[area] += step;
         }
-        if started >= POPULATE_AFTER {
+        if populate {
             // SAFETY: the slab is committed and nothing uses it yet.
             unsafe { os::populate(slab(area, started), SLAB_BYTES) };
         }
