@@ -182,6 +182,7 @@ pub(crate) fn lock(arena: usize) -> SpinGuard<'static, Backends> {
 fn file_if_unowned(arena: usize, backends: &mut Backends) {
     if !owned(arena) {
         file_remote_all(arena, backends);
+        backends.release_if_idle();
     }
 }
 
@@ -464,6 +465,14 @@ pub(crate) unsafe fn unlock_all_after_fork() {
 }
 
 impl Backends {
+    /// After frees: when the core heap found itself idle and gave its pages back (the starter
+    /// arena's, see [`STARTER`]), the slabs give back their spare slots and empty slabs too.
+    pub(crate) fn release_if_idle(&mut self) {
+        if self.core.take_idle_trimmed() {
+            self.slabs.release_idle();
+        }
+    }
+
     /// Files every block of the null-terminated list at `head`: slots back to their slabs,
     /// small core blocks into their class's transfer batch while it has room, the rest into
     /// the core heap.

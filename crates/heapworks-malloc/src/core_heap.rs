@@ -91,6 +91,8 @@ pub(crate) struct CoreHeap {
     /// (`usize::MAX`: never, for a heap that does not give back when idle).
     freed_idle: usize,
     idle_trim_at: usize,
+    /// An idle trim ran since [`CoreHeap::take_idle_trimmed`] was last asked.
+    idle_trimmed: bool,
     transfer: [Batch; CLASS_SLOTS],
     transfer_bytes: usize,
 }
@@ -116,6 +118,7 @@ impl CoreHeap {
             } else {
                 usize::MAX
             },
+            idle_trimmed: false,
             transfer: [Batch::EMPTY; CLASS_SLOTS],
             transfer_bytes: 0,
         }
@@ -294,8 +297,34 @@ impl CoreHeap {
         if self.freed_since_trim >= TRIM_EVERY {
             self.trim(TRIM_MIN_SPAN);
         } else if self.freed_idle >= self.idle_trim_at {
+            self.free_batches();
             self.trim(IDLE_MIN_SPAN);
+            self.idle_trimmed = true;
         }
+    }
+
+    /// Whether an idle trim ran since the last call (the arena then releases its slabs'
+    /// spare slots too).
+    pub(crate) fn take_idle_trimmed(&mut self) -> bool {
+        core::mem::take(&mut self.idle_trimmed)
+    }
+
+    /// Frees every transfer batch's blocks into the heap (an idle heap's: nobody will take
+    /// them, and freed they coalesce and their pages can be given back).
+    #[cold]
+    fn free_batches(&mut self) {
+        for class in 0..CLASS_SLOTS {
+            let mut at = core::mem::replace(&mut self.transfer[class], Batch::EMPTY).head;
+            while let Some(block) = NonNull::new(at) {
+                // SAFETY: a batch's blocks are live heap blocks linked through their first
+                // words, ours to free.
+                unsafe {
+                    at = link::next(block);
+                    self.heap.free(block);
+                }
+            }
+        }
+        self.transfer_bytes = 0;
     }
 
     /// Gives the whole pages of the heap's unused spans of at least `min_span` bytes back to

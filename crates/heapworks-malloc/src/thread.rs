@@ -858,6 +858,7 @@ fn with_arena<R>(work: impl FnOnce(&mut Backends) -> R) -> R {
 fn with_arena_at<R>(at: usize, work: impl FnOnce(&mut Backends) -> R) -> R {
     let mut arena = arena::lock(at);
     let result = work(&mut arena);
+    arena.release_if_idle();
     let grown = arena.core.take_new_commits();
     drop(arena);
     if grown > 0 {

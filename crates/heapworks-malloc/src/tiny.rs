@@ -839,6 +839,26 @@ impl Slabs {
         Some(index)
     }
 
+    /// Gives every batch's slots back to their slabs and the pages of every empty slab back
+    /// to the OS (an idle arena's: nobody will take them).
+    pub(crate) fn release_idle(&mut self) {
+        if config::secure() {
+            return;
+        }
+        for area in 0..SLOT_AREAS {
+            while let Some((head, count)) = self.take_batch(area, u32::MAX) {
+                // SAFETY: a batch's slots are out of their slabs, and ours under the lock.
+                unsafe { self.give_back_each(head, count) };
+            }
+            while self.areas[area].empty != 0 {
+                let index = self.areas[area].empty as usize - 1;
+                self.areas[area].empty = self.pop(area, index);
+                self.areas[area].empty_count -= 1;
+                self.discard(area, index);
+            }
+        }
+    }
+
     /// An empty slab: kept resident if few others of its area are, else its pages go back
     /// and it restarts.
     fn retire_empty(&mut self, area: usize, index: usize) {
@@ -851,6 +871,12 @@ impl Slabs {
             state.empty_count += 1;
             return;
         }
+        self.discard(area, index);
+    }
+
+    /// Gives the pages of slab `index` of `area`, empty and in no list, back to the OS and
+    /// puts it on the clean stack.
+    fn discard(&mut self, area: usize, index: usize) {
         // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
         // free list is dropped with its pages.
         unsafe {
