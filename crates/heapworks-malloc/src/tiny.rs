@@ -51,7 +51,9 @@
 //! resident if fewer than [`EMPTY_KEPT`] others of its area are, else its pages go back to the OS
 //! (`madvise(MADV_DONTNEED)`) and it restarts clean; either way the next slab a refill of its area
 //! needs comes from those before new address space is committed. Resident empty slabs are thus
-//! bounded by `EMPTY_KEPT` per area.
+//! bounded by `EMPTY_KEPT` per area. An idle arena (the starter arena once only frees reach
+//! it, see [`crate::arena::STARTER`]) gives back its batches' slots and every empty slab's pages
+//! ([`Slabs::release_idle`]).
 //!
 //! Invariants, for each area (the region's parts under its lock, an arena's lists under the
 //! arena's):
