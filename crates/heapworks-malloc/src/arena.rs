@@ -84,7 +84,7 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     let mut arenas = [const {
         Arena {
             backends: SpinLock::new(Backends {
-                core: CoreHeap::new(0),
+                core: CoreHeap::new(0, false),
                 slabs: Slabs::new(0),
             }),
             remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
@@ -97,7 +97,7 @@ static ARENAS: [Arena; MAX_ARENAS] = {
     while at < MAX_ARENAS {
         arenas[at] = Arena {
             backends: SpinLock::new(Backends {
-                core: CoreHeap::new(at),
+                core: CoreHeap::new(at, at == STARTER),
                 slabs: Slabs::new(at),
             }),
             remote: [const { AtomicPtr::new(core::ptr::null_mut()) }; REMOTE_STACKS],
@@ -113,7 +113,9 @@ static ARENAS: [Arena; MAX_ARENAS] = {
 /// The arena every thread starts on, owned by none (its bit is always set): a thread claims
 /// one of its own once it has taken [`OWN_AFTER_BYTES`] from it (see [`crate::thread`]), so
 /// threads that allocate little (a short-lived worker, a thread that only waits) share one
-/// arena's memory instead of each leaving an arena's worth behind.
+/// arena's memory instead of each leaving an arena's worth behind. Its core heap gives its
+/// free pages back when only frees reach it (see [`crate::core_heap`]): what threads took
+/// before claiming their own arenas comes back to nobody.
 pub(crate) const STARTER: usize = MAX_ARENAS - 1;
 /// What a thread takes from the starter arena before it claims one of its own.
 pub(crate) const OWN_AFTER_BYTES: usize = 1 << 20;
@@ -180,6 +182,7 @@ pub(crate) fn lock(arena: usize) -> SpinGuard<'static, Backends> {
 fn file_if_unowned(arena: usize, backends: &mut Backends) {
     if !owned(arena) {
         file_remote_all(arena, backends);
+        backends.release_if_idle();
     }
 }
 
@@ -462,6 +465,14 @@ pub(crate) unsafe fn unlock_all_after_fork() {
 }
 
 impl Backends {
+    /// After frees: when the core heap found itself idle and gave its pages back (the starter
+    /// arena's, see [`STARTER`]), the slabs give back their spare slots and empty slabs too.
+    pub(crate) fn release_if_idle(&mut self) {
+        if self.core.take_idle_trimmed() {
+            self.slabs.release_idle();
+        }
+    }
+
     /// Files every block of the null-terminated list at `head`: slots back to their slabs,
     /// small core blocks into their class's transfer batch while it has room, the rest into
     /// the core heap.

@@ -21,7 +21,11 @@
 //! the whole pages inside the unused spans of free chunks of at least [`TRIM_MIN_SPAN`] are
 //! discarded (`madvise(MADV_DONTNEED)`, under the lock, so no block is carved from them
 //! meanwhile). A hot loop thus refaults at most one trim's worth of pages per `TRIM_EVERY`
-//! bytes it frees, while a program that frees a lot stops paying memory for it.
+//! bytes it frees, while a program that frees a lot stops paying memory for it. A heap made
+//! to give back when idle (the starter arena's, see [`crate::arena::STARTER`]) also trims,
+//! spans from [`IDLE_MIN_SPAN`], once [`IDLE_TRIM_AFTER`] bytes have been freed into it with
+//! no allocation between: the threads that took its memory have moved on, and what they
+//! took comes back to nobody.
 
 use core::alloc::Layout;
 use core::ptr::NonNull;
@@ -42,6 +46,10 @@ const MIN_COMMIT: usize = 2 << 20;
 const TRIM_EVERY: usize = 64 << 20;
 /// Unused spans shorter than this stay resident: a few pages are not worth a syscall.
 const TRIM_MIN_SPAN: usize = 256 << 10;
+/// Bytes freed with no allocation between after which a heap that gives back when idle trims.
+const IDLE_TRIM_AFTER: usize = 512 << 10;
+/// An idle trim's least span: nobody allocates here, so the pages are not refaulted soon.
+const IDLE_MIN_SPAN: usize = 16 << 10;
 /// Bytes the transfer batches may hold in all (blocks kept out of the heap, so bounded).
 const TRANSFER_MAX_BYTES: usize = 256 << 10;
 /// Room for the core's region record, end sentinel, alignment padding and a block header.
@@ -79,6 +87,12 @@ pub(crate) struct CoreHeap {
     newest: Option<Reservation>,
     committed_total: usize,
     freed_since_trim: usize,
+    /// Bytes freed since the last allocation or trim, and the count at which that trims
+    /// (`usize::MAX`: never, for a heap that does not give back when idle).
+    freed_idle: usize,
+    idle_trim_at: usize,
+    /// An idle trim ran since [`CoreHeap::take_idle_trimmed`] was last asked.
+    idle_trimmed: bool,
     transfer: [Batch; CLASS_SLOTS],
     transfer_bytes: usize,
 }
@@ -88,8 +102,9 @@ pub(crate) struct CoreHeap {
 unsafe impl Send for CoreHeap {}
 
 impl CoreHeap {
-    /// An empty heap of arena `arena`.
-    pub(crate) const fn new(arena: usize) -> CoreHeap {
+    /// An empty heap of arena `arena`, which gives its free pages back when idle if
+    /// `trims_when_idle`.
+    pub(crate) const fn new(arena: usize, trims_when_idle: bool) -> CoreHeap {
         CoreHeap {
             arena,
             new_commits: 0,
@@ -97,6 +112,13 @@ impl CoreHeap {
             newest: None,
             committed_total: 0,
             freed_since_trim: 0,
+            freed_idle: 0,
+            idle_trim_at: if trims_when_idle {
+                IDLE_TRIM_AFTER
+            } else {
+                usize::MAX
+            },
+            idle_trimmed: false,
             transfer: [Batch::EMPTY; CLASS_SLOTS],
             transfer_bytes: 0,
         }
@@ -131,6 +153,7 @@ impl CoreHeap {
 
     /// Allocates a block for `layout`, committing more memory when the heap is full.
     pub(crate) fn allocate(&mut self, layout: Layout) -> Option<NonNull<u8>> {
+        self.freed_idle = 0;
         if let Ok(block) = self.heap.allocate(layout) {
             return Some(block);
         }
@@ -149,6 +172,7 @@ impl CoreHeap {
         count: u32,
         rest: *mut u8,
     ) -> (*mut u8, u32) {
+        self.freed_idle = 0;
         let mut head = rest;
         let mut last: Option<NonNull<u8>> = None;
         let mut made = 0;
@@ -265,22 +289,53 @@ impl CoreHeap {
     #[inline]
     pub(crate) unsafe fn free(&mut self, block: NonNull<u8>) {
         // SAFETY: forwarded from the caller.
-        unsafe {
-            self.freed_since_trim += Heap::usable_size(block);
-            self.heap.free(block);
-        }
+        let bytes = unsafe { Heap::usable_size(block) };
+        // SAFETY: forwarded from the caller.
+        unsafe { self.heap.free(block) };
+        self.freed_since_trim += bytes;
+        self.freed_idle += bytes;
         if self.freed_since_trim >= TRIM_EVERY {
-            self.trim();
+            self.trim(TRIM_MIN_SPAN);
+        } else if self.freed_idle >= self.idle_trim_at {
+            self.free_batches();
+            self.trim(IDLE_MIN_SPAN);
+            self.idle_trimmed = true;
         }
     }
 
-    /// Gives the whole pages of the heap's large unused spans back to the OS.
+    /// Whether an idle trim ran since the last call (the arena then releases its slabs'
+    /// spare slots too).
+    pub(crate) fn take_idle_trimmed(&mut self) -> bool {
+        core::mem::take(&mut self.idle_trimmed)
+    }
+
+    /// Frees every transfer batch's blocks into the heap (an idle heap's: nobody will take
+    /// them, and freed they coalesce and their pages can be given back).
     #[cold]
-    fn trim(&mut self) {
+    fn free_batches(&mut self) {
+        for class in 0..CLASS_SLOTS {
+            let mut at = core::mem::replace(&mut self.transfer[class], Batch::EMPTY).head;
+            while let Some(block) = NonNull::new(at) {
+                // SAFETY: a batch's blocks are live heap blocks linked through their first
+                // words, ours to free.
+                unsafe {
+                    at = link::next(block);
+                    self.heap.free(block);
+                }
+            }
+        }
+        self.transfer_bytes = 0;
+    }
+
+    /// Gives the whole pages of the heap's unused spans of at least `min_span` bytes back to
+    /// the OS.
+    #[cold]
+    fn trim(&mut self, min_span: usize) {
         self.freed_since_trim = 0;
+        self.freed_idle = 0;
         let mut trimmed = 0;
         self.heap.for_each_unused_span(|start, len| {
-            if len < TRIM_MIN_SPAN {
+            if len < min_span {
                 return;
             }
             let addr = start.as_ptr().addr();

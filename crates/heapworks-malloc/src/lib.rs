@@ -69,7 +69,9 @@
 //! mappings of as many bytes are unmapped (the shared cache's oldest, then the growing
 //! thread's slot): a program whose heap grows is not reusing them, and their pages would add
 //! to its peak. Inside each core heap, after every 64 MiB freed, the whole pages of free
-//! chunks' unused spans of at least 256 KiB are discarded with `madvise(MADV_DONTNEED)`. A slab
+//! chunks' unused spans of at least 256 KiB are discarded with `madvise(MADV_DONTNEED)`; the
+//! starter arena's heap also discards spans from 16 KiB after every 512 KiB freed into it with
+//! no allocation between (threads that left it for their own arenas return its blocks). A slab
 //! whose slots all come back is kept for reuse if fewer than four others of its class and
 //! arena are, else its pages are discarded the same way. An exited thread's arena keeps its
 //! memory for the next thread, which adopts it.

@@ -14,8 +14,8 @@
 //! thread's own arena's under its lock (left linked as the class's transfer batch when the core
 //! heap has room for it, slots as their area's batch), any other arena's onto that arena's remote
 //! list, one compare-and-swap a chain. An empty list first collects the blocks other threads freed
-//! into the thread's arena ([`collect_remote`]: one exchange takes them all, and they join the
-//! thread's lists), then refills from its arena under its lock: the class's transfer batch, or
+//! into the thread's arena for that list ([`collect_list`]: a compare-and-swap a batch, each
+//! spliced onto the list), then refills from its arena under its lock: the class's transfer batch, or
 //! fresh blocks, or slots from its slabs. When no slab can be had, a slot request takes a core
 //! block of the class that holds as much. So does a promoted class's list (see
 //! [`tiny::note_carved`]): it refills with slots of the class's area, and a flush sends its slots
@@ -858,6 +858,7 @@ fn with_arena<R>(work: impl FnOnce(&mut Backends) -> R) -> R {
 fn with_arena_at<R>(at: usize, work: impl FnOnce(&mut Backends) -> R) -> R {
     let mut arena = arena::lock(at);
     let result = work(&mut arena);
+    arena.release_if_idle();
     let grown = arena.core.take_new_commits();
     drop(arena);
     if grown > 0 {

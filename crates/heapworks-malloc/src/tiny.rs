@@ -51,7 +51,9 @@
 //! resident if fewer than [`EMPTY_KEPT`] others of its area are, else its pages go back to the OS
 //! (`madvise(MADV_DONTNEED)`) and it restarts clean; either way the next slab a refill of its area
 //! needs comes from those before new address space is committed. Resident empty slabs are thus
-//! bounded by `EMPTY_KEPT` per area.
+//! bounded by `EMPTY_KEPT` per area. An idle arena (the starter arena once only frees reach
+//! it, see [`crate::arena::STARTER`]) gives back its batches' slots and every empty slab's pages
+//! ([`Slabs::release_idle`]).
 //!
 //! Invariants, for each area (the region's parts under its lock, an arena's lists under the
 //! arena's):
@@ -115,9 +117,10 @@ const MAX_SLABS: usize = STRIDE / SLAB_BYTES;
 const ROW_BYTES: usize = SLOT_AREAS * core::mem::size_of::<SlabMeta>();
 /// Slabs committed at a time (1 MiB: untouched pages cost nothing but commit charge).
 const COMMIT_SLABS: usize = 16;
-/// An area that has started this many slabs has each new one made resident at once (one
-/// system call, not 16 page faults): it will fill it, while an area that is used little keeps
-/// its slabs' untouched pages out of memory.
+/// An arena that has started this many slabs of an area has each new one made resident at
+/// once (one system call, not 16 page faults): it will fill it, while an arena that uses the
+/// area little keeps its slabs' untouched pages out of memory (counted per arena: each
+/// thread's first slab of a size is mostly untouched).
 const POPULATE_AFTER: usize = 4;
 /// Empty slabs of an area kept resident for the next refills; the others are given back.
 const EMPTY_KEPT: u32 = 4;
@@ -293,6 +296,8 @@ struct Area {
     batches: *mut u8,
     /// Slots in all the batches.
     batch_slots: u32,
+    /// Slabs this arena has started in the area.
+    started: u32,
 }
 
 impl Area {
@@ -303,6 +308,7 @@ impl Area {
         clean: 0,
         batches: core::ptr::null_mut(),
         batch_slots: 0,
+        started: 0,
     };
 }
 
@@ -826,10 +832,33 @@ impl Slabs {
             self.areas[area].clean = self.pop(area, top);
             top
         } else {
-            REGION.lock().start_new(area, self.arena)?
+            let populate = state.started as usize >= POPULATE_AFTER;
+            let index = REGION.lock().start_new(area, self.arena, populate)?;
+            self.areas[area].started += 1;
+            index
         };
         self.link_partial(area, index);
         Some(index)
+    }
+
+    /// Gives every batch's slots back to their slabs and the pages of every empty slab back
+    /// to the OS (an idle arena's: nobody will take them).
+    pub(crate) fn release_idle(&mut self) {
+        if config::secure() {
+            return;
+        }
+        for area in 0..SLOT_AREAS {
+            while let Some((head, count)) = self.take_batch(area, u32::MAX) {
+                // SAFETY: a batch's slots are out of their slabs, and ours under the lock.
+                unsafe { self.give_back_each(head, count) };
+            }
+            while self.areas[area].empty != 0 {
+                let index = self.areas[area].empty as usize - 1;
+                self.areas[area].empty = self.pop(area, index);
+                self.areas[area].empty_count -= 1;
+                self.discard(area, index);
+            }
+        }
     }
 
     /// An empty slab: kept resident if few others of its area are, else its pages go back
@@ -844,6 +873,12 @@ impl Slabs {
             state.empty_count += 1;
             return;
         }
+        self.discard(area, index);
+    }
+
+    /// Gives the pages of slab `index` of `area`, empty and in no list, back to the OS and
+    /// puts it on the clean stack.
+    fn discard(&mut self, area: usize, index: usize) {
         // SAFETY: the slab is started (committed) and empty: no slot of it is out, and its
         // free list is dropped with its pages.
         unsafe {
@@ -905,8 +940,9 @@ impl Slabs {
 }
 
 impl Region {
-    /// Starts the next slab of `area` (reserving the region first), committing as needed.
-    fn start_new(&mut self, area: usize, arena: u32) -> Option<usize> {
+    /// Starts the next slab of `area` (reserving the region first), committing as needed,
+    /// for `arena`; made resident at once if `populate`.
+    fn start_new(&mut self, area: usize, arena: u32, populate: bool) -> Option<usize> {
         if BASE.load(Ordering::Relaxed).is_null() && !self.reserve() {
             return None;
         }
@@ -925,7 +961,7 @@ impl Region {
             }
             self.committed[area] += step;
         }
-        if started >= POPULATE_AFTER {
+        if populate {
             // SAFETY: the slab is committed and nothing uses it yet.
             unsafe { os::populate(slab(area, started), SLAB_BYTES) };
         }
