@@ -14,8 +14,8 @@ use crate::chunk::Chunk;
 use crate::error::Corruption;
 use crate::index::list::{LEFT, RIGHT};
 use crate::index::rbtree::{
-    child, colour, is_red, paint, prev_is_null, raw, set_child, tally_red_black, Coloured, OnPath,
-    Path, RED,
+    by_size, child, colour, is_red, paint, prev_is_null, raw, set_child, tally_red_black, Coloured,
+    OnPath, Path, RED,
 };
 use crate::index::tree::{size_tree_index, Walk};
 
@@ -274,7 +274,14 @@ impl MirroredRedBlackTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        tally_red_black(self.root, self.smallest, min_node, limit, prev_is_null)
+        tally_red_black(
+            self.root,
+            self.smallest,
+            min_node,
+            limit,
+            by_size,
+            prev_is_null,
+        )
     }
 }
 
@@ -285,7 +292,7 @@ impl OnPath for MirroredRedBlackTree {
     }
 
     #[inline(always)]
-    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
+    unsafe fn descend(&self, _chunk: Chunk, size: usize, path: &mut Path) -> Option<Chunk> {
         let mut cursor = self.root;
         // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
         // consistent tree fits the array.
