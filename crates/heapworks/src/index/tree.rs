@@ -19,6 +19,11 @@
 //! The walks here never change the tree, so they suit every tree: they step from size to size
 //! with a plain descent, O(distinct sizes × depth), bounded by a step limit where the tree may
 //! be corrupt.
+//!
+//! [`crate::index::AddressRedBlackTree`] keeps no duplicate lists (one node per chunk, keyed by
+//! size and address), so the *order* and *duplicates* invariants above are not its own: it
+//! shares the node layout, the list `smallest`, [`size_tree_index`] and the walks that hold
+//! without duplicates (`largest`, `check_filed`), and has its own descents by key.
 
 use core::marker::PhantomData;
 
