@@ -447,14 +447,7 @@ impl RedBlackTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        tally_red_black(
-            self.root,
-            self.smallest,
-            min_node,
-            limit,
-            by_size,
-            prev_is_null,
-        )
+        tally_red_black(self.root, self.smallest, min_node, limit, prev_is_null)
     }
 }
 
@@ -464,10 +457,17 @@ pub(crate) fn prev_is_null(node: Chunk, _parent: Option<Chunk>) -> bool {
     unsafe { get(node, PREV) }.is_none()
 }
 
-/// The key a tree with duplicate lists orders its nodes by, for [`tally_red_black`]: the size
-/// alone.
-pub(crate) fn by_size(_node: Chunk, size: usize) -> (usize, usize) {
-    (size, 0)
+/// The checker's count of a red-black tree of chunks with duplicate lists ([`Index::tally`]):
+/// [`tally_red_black_by`] with the nodes ordered by size alone.
+pub(crate) fn tally_red_black(
+    root: Option<Chunk>,
+    smallest: Option<Chunk>,
+    min_node: usize,
+    limit: usize,
+    prev_word_ok: impl Fn(Chunk, Option<Chunk>) -> bool,
+) -> Result<Option<(usize, usize)>, Corruption> {
+    let by_size = |_, size| (size, 0);
+    tally_red_black_by(root, smallest, min_node, limit, by_size, prev_word_ok)
 }
 
 /// The checker's count of a red-black tree of chunks ([`Index::tally`]): the list of the
@@ -476,7 +476,7 @@ pub(crate) fn by_size(_node: Chunk, size: usize) -> (usize, usize) {
 /// right), node size (at least `min_node`), the colour rules and equal black heights, and that
 /// `prev_word_ok(node, parent)` accepts each node's `prev` word, and counting each node's
 /// duplicate list.
-pub(crate) fn tally_red_black(
+pub(crate) fn tally_red_black_by(
     root: Option<Chunk>,
     smallest: Option<Chunk>,
     min_node: usize,
@@ -490,7 +490,7 @@ pub(crate) fn tally_red_black(
     Ok(complete.then(|| tally.result()).flatten())
 }
 
-/// The tree's part of [`tally_red_black`]; `Ok(false)` once past the tally's limit.
+/// The tree's part of [`tally_red_black_by`]; `Ok(false)` once past the tally's limit.
 fn tally_tree(
     tally: &mut Tally,
     root: Option<Chunk>,

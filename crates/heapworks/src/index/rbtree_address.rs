@@ -30,13 +30,16 @@
 //! always descends to its node and always rebalances. Every operation is O(log n) for n free
 //! chunks, against O(log d) for d distinct sizes (and O(1) for a duplicate) with the lists.
 
-use crate::chunk::{Chunk, MIN_CHUNK};
+use crate::chunk::Chunk;
 use crate::error::Corruption;
 use crate::index::list::{self, get, NEXT, PREV, RIGHT};
-use crate::index::rbtree::{child, tally_red_black, Coloured, OnPath, Path, RedBlackTree};
+use crate::index::rbtree::{child, tally_red_black_by, Coloured, OnPath, Path, RedBlackTree};
 use crate::index::tree::{size_tree_index, Walk, TREE_MIN};
 #[cfg(doc)]
-use crate::index::{rbtree::MAX_DEPTH, Index};
+use crate::{
+    chunk::MIN_CHUNK,
+    index::{rbtree::MAX_DEPTH, Index},
+};
 
 /// A red-black tree of free chunks keyed by (size, address), one node per chunk, no parent
 /// pointer (see the module docs). `Heap::<AddressRedBlackTree>::empty()` builds a heap on it.
@@ -125,12 +128,8 @@ impl AddressWalk {
         // consistent tree's descents end.
         unsafe {
             if min_size < TREE_MIN {
-                let mut cursor = self.walk.smallest;
-                while let Some(chunk) = cursor {
-                    if f(chunk, MIN_CHUNK) {
-                        return Some((chunk, MIN_CHUNK));
-                    }
-                    cursor = get(chunk, NEXT);
+                if let Some(found) = self.walk.find_in_smallest(&mut f) {
+                    return Some(found);
                 }
             }
             let mut key = (min_size, 0);
@@ -216,7 +215,7 @@ impl AddressRedBlackTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        tally_red_black(
+        tally_red_black_by(
             self.tree.root,
             self.tree.smallest,
             min_node,
@@ -302,11 +301,11 @@ mod tests {
         assert_survives_churn::<AddressRedBlackTree>();
     }
 
-    /// Many distinct sizes filed in increasing order stay within the red-black height bound,
+    /// Many distinct sizes filed in decreasing order stay within the red-black height bound,
     /// and taking them out again keeps the rules.
     #[test]
     fn sorted_insertions_stay_balanced() {
-        let sizes: Vec<usize> = (0..127).map(|i| TREE_MIN + i * 16).collect();
+        let sizes: Vec<usize> = (0..127).rev().map(|i| TREE_MIN + i * 16).collect();
         assert_balanced_through::<AddressRedBlackTree>(&sizes, |heap| heap.index.tree.root);
     }
 

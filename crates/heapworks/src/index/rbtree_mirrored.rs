@@ -14,8 +14,8 @@ use crate::chunk::Chunk;
 use crate::error::Corruption;
 use crate::index::list::{LEFT, RIGHT};
 use crate::index::rbtree::{
-    by_size, child, colour, is_red, paint, prev_is_null, raw, set_child, tally_red_black, Coloured,
-    OnPath, Path, RED,
+    child, colour, is_red, paint, prev_is_null, raw, set_child, tally_red_black, Coloured, OnPath,
+    Path, RED,
 };
 use crate::index::tree::{size_tree_index, Walk};
 
@@ -274,14 +274,7 @@ impl MirroredRedBlackTree {
         min_node: usize,
         limit: usize,
     ) -> Result<Option<(usize, usize)>, Corruption> {
-        tally_red_black(
-            self.root,
-            self.smallest,
-            min_node,
-            limit,
-            by_size,
-            prev_is_null,
-        )
+        tally_red_black(self.root, self.smallest, min_node, limit, prev_is_null)
     }
 }
 

@@ -25,7 +25,7 @@ use crate::chunk::{Chunk, WORD};
 use crate::error::Corruption;
 use crate::index::list::{self, get, link, set, LEFT, NEXT, PREV, RIGHT};
 use crate::index::rbtree::{
-    by_size, child, colour, is_red, paint, raw, set_child, tally_red_black, Coloured, RED,
+    child, colour, is_red, paint, raw, set_child, tally_red_black, Coloured, RED,
 };
 use crate::index::tree::{
     push_duplicate, size_tree_index, unlink_listed, Children, Walk, TREE_MIN,
@@ -415,14 +415,7 @@ impl ParentRedBlackTree {
     ) -> Result<Option<(usize, usize)>, Corruption> {
         // SAFETY: a node's `prev` word is inside it.
         let names_parent = |node, above| unsafe { is_node(node) && parent(node) == above };
-        tally_red_black(
-            self.root,
-            self.smallest,
-            min_node,
-            limit,
-            by_size,
-            names_parent,
-        )
+        tally_red_black(self.root, self.smallest, min_node, limit, names_parent)
     }
 }
 

@@ -149,12 +149,8 @@ impl<C: Children> Walk<C> {
         // SAFETY: filed chunks are free chunks with the link words of their size.
         unsafe {
             if min_size < TREE_MIN {
-                let mut cursor = self.smallest;
-                while let Some(chunk) = cursor {
-                    if f(chunk, MIN_CHUNK) {
-                        return Some((chunk, MIN_CHUNK));
-                    }
-                    cursor = get(chunk, NEXT);
+                if let Some(found) = self.find_in_smallest(&mut f) {
+                    return Some(found);
                 }
             }
             let mut key = min_size;
@@ -171,6 +167,26 @@ impl<C: Children> Walk<C> {
             }
             None
         }
+    }
+
+    /// Calls `f` with every chunk of the list of the smallest chunks and its size, until it
+    /// returns `true`; returns that chunk and size.
+    ///
+    /// # Safety
+    /// The tree is consistent.
+    pub(crate) unsafe fn find_in_smallest(
+        &self,
+        mut f: impl FnMut(Chunk, usize) -> bool,
+    ) -> Option<(Chunk, usize)> {
+        let mut cursor = self.smallest;
+        while let Some(chunk) = cursor {
+            if f(chunk, MIN_CHUNK) {
+                return Some((chunk, MIN_CHUNK));
+            }
+            // SAFETY: the list's chunks are free chunks with a `next` word.
+            cursor = unsafe { get(chunk, NEXT) };
+        }
+        None
     }
 
     /// The size of the largest filed chunk.
