@@ -124,13 +124,12 @@ impl AddressWalk {
         min_size: usize,
         mut f: impl FnMut(Chunk, usize) -> bool,
     ) -> Option<(Chunk, usize)> {
-        // SAFETY: filed chunks are free chunks with the link words of their size; a
-        // consistent tree's descents end.
+        // SAFETY: the tree is consistent: its chunks are free chunks with the link words of
+        // their size, and its descents end.
         unsafe {
-            if min_size < TREE_MIN {
-                if let Some(found) = self.walk.find_in_smallest(&mut f) {
-                    return Some(found);
-                }
+            let smallest = self.walk.find_in_smallest(min_size, &mut f);
+            if smallest.is_some() {
+                return smallest;
             }
             let mut key = (min_size, 0);
             while let Ok(Some(node)) = ceiling(self.walk.root, key, usize::MAX) {

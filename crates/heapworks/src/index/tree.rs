@@ -148,10 +148,8 @@ impl<C: Children> Walk<C> {
     ) -> Option<(Chunk, usize)> {
         // SAFETY: filed chunks are free chunks with the link words of their size.
         unsafe {
-            if min_size < TREE_MIN {
-                if let Some(found) = self.find_in_smallest(&mut f) {
-                    return Some(found);
-                }
+            if let Some(found) = self.find_in_smallest(min_size, &mut f) {
+                return Some(found);
             }
             let mut key = min_size;
             while let Ok(Some(node)) = self.ceiling(key, usize::MAX) {
@@ -169,16 +167,17 @@ impl<C: Children> Walk<C> {
         }
     }
 
-    /// Calls `f` with every chunk of the list of the smallest chunks and its size, until it
-    /// returns `true`; returns that chunk and size.
+    /// Calls `f` with every chunk of the list of the smallest chunks and its size, if they
+    /// have `min_size` bytes, until it returns `true`; returns that chunk and size.
     ///
     /// # Safety
     /// The tree is consistent.
     pub(crate) unsafe fn find_in_smallest(
         &self,
+        min_size: usize,
         mut f: impl FnMut(Chunk, usize) -> bool,
     ) -> Option<(Chunk, usize)> {
-        let mut cursor = self.smallest;
+        let mut cursor = self.smallest.filter(|_| min_size < TREE_MIN);
         while let Some(chunk) = cursor {
             if f(chunk, MIN_CHUNK) {
                 return Some((chunk, MIN_CHUNK));
