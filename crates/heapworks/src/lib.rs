@@ -15,8 +15,9 @@
 //!   validates every pointer handed back.
 //!
 //! [`Heap`] is the unsynchronized engine, generic over its free index ([`Bins`] by default;
-//! [`SplayTree`], [`RedBlackTree`] with its variants [`MirroredRedBlackTree`] and
-//! [`ParentRedBlackTree`], [`Hybrid`] and [`SegregatedLists`] are the others, see [`index`]).
+//! [`SplayTree`], [`RedBlackTree`] with its variants [`MirroredRedBlackTree`],
+//! [`AddressRedBlackTree`] and [`ParentRedBlackTree`], [`Hybrid`] and [`SegregatedLists`] are
+//! the others, see [`index`]).
 //! [`LockedHeap`] (feature `lock_api`, on by default)
 //! serves as `#[global_allocator]` behind any `lock_api::RawMutex`, a spin lock by default;
 //! [`UnsyncHeap`] serves single-threaded programs without a lock. [`FrontHeap`] (opt-in) puts a
@@ -77,8 +78,8 @@ pub use error::{AllocError, ClaimError, Corruption, CorruptionKind, Misuse};
 pub use front::FrontHeap;
 pub use heap::Heap;
 pub use index::{
-    Bins, FreeIndex, Hybrid, MirroredRedBlackTree, ParentRedBlackTree, RedBlackTree,
-    SegregatedLists, SplayTree,
+    AddressRedBlackTree, Bins, FreeIndex, Hybrid, MirroredRedBlackTree, ParentRedBlackTree,
+    RedBlackTree, SegregatedLists, SplayTree,
 };
 #[cfg(feature = "lock_api")]
 pub use locked::{LockedFrontHeap, LockedHeap};

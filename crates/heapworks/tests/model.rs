@@ -7,15 +7,15 @@
 //! more operations, deterministic per seed). Together they run millions of operations; under Miri
 //! the sizes shrink so the same code runs in minutes.
 //!
-//! Every test runs on each free index: the default bins, the splay tree, the red-black tree,
-//! the hybrid and the segregated lists, and on the small-object front (`FrontHeap`, over the default bins).
+//! Every test runs on each free index: the default bins, the splay tree, the red-black trees
+//! (with its three variants: mirrored, without duplicate lists, with a parent pointer), the hybrid and the segregated lists, and on the small-object front (`FrontHeap`, over the default bins).
 //! Under Miri, which spends its time on the checker's walk after every step, the other
 //! indexes and the front run only their small-size soak (and their unit tests in the crate),
 //! so the core's Miri run stays short.
 
 use heapworks::{
-    Bins, FreeIndex, Hybrid, MirroredRedBlackTree, ParentRedBlackTree, RedBlackTree,
-    SegregatedLists, SplayTree,
+    AddressRedBlackTree, Bins, FreeIndex, Hybrid, MirroredRedBlackTree, ParentRedBlackTree,
+    RedBlackTree, SegregatedLists, SplayTree,
 };
 use heapworks_testkit::{soak_on, soak_with, Arena, Model, Op, Subject, Tally};
 use proptest::prelude::*;
@@ -72,6 +72,7 @@ proptest! {
             run::<SplayTree>(&ops, 16 * 1024);
             run::<RedBlackTree>(&ops, 16 * 1024);
             run::<MirroredRedBlackTree>(&ops, 16 * 1024);
+            run::<AddressRedBlackTree>(&ops, 16 * 1024);
             run::<ParentRedBlackTree>(&ops, 16 * 1024);
             run::<Hybrid>(&ops, 16 * 1024);
             run::<SegregatedLists>(&ops, 16 * 1024);
@@ -87,6 +88,7 @@ proptest! {
             run::<SplayTree>(&ops, 1 << 20);
             run::<RedBlackTree>(&ops, 1 << 20);
             run::<MirroredRedBlackTree>(&ops, 1 << 20);
+            run::<AddressRedBlackTree>(&ops, 1 << 20);
             run::<ParentRedBlackTree>(&ops, 1 << 20);
             run::<Hybrid>(&ops, 1 << 20);
             run::<SegregatedLists>(&ops, 1 << 20);
@@ -177,6 +179,11 @@ soaks_on!(
     soak_small_sizes_mirrored_red_black_tree,
     soak_large_sizes_mirrored_red_black_tree,
     MirroredRedBlackTree
+);
+soaks_on!(
+    soak_small_sizes_address_red_black_tree,
+    soak_large_sizes_address_red_black_tree,
+    AddressRedBlackTree
 );
 soaks_on!(
     soak_small_sizes_parent_red_black_tree,

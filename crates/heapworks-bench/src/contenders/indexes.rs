@@ -11,8 +11,8 @@
 //! any command takes one by name (`--filter heapworks_splay`, `replay --alloc …`).
 
 use heapworks::{
-    Heap, Hybrid, MirroredRedBlackTree, ParentRedBlackTree, RedBlackTree, SegregatedLists,
-    SplayTree,
+    AddressRedBlackTree, Heap, Hybrid, MirroredRedBlackTree, ParentRedBlackTree, RedBlackTree,
+    SegregatedLists, SplayTree,
 };
 
 use super::heapworks::engine_contenders;
@@ -26,6 +26,8 @@ engine_contenders! {
         RedBlack(Heap<RedBlackTree>) = ("heapworks_rbtree", "heapworks (this workspace), RedBlackTree index"),
         /// The same red-black tree, its left and right cases written apart (seed 003, question 1).
         Mirrored(Heap<MirroredRedBlackTree>) = ("heapworks_rbtree_mirrored", "heapworks (this workspace), MirroredRedBlackTree index"),
+        /// The same red-black tree without duplicate lists, keyed by (size, address) (question 2).
+        Address(Heap<AddressRedBlackTree>) = ("heapworks_rbtree_address", "heapworks (this workspace), AddressRedBlackTree index"),
         /// The same red-black tree with a parent pointer instead of a path stack (question 3).
         Parent(Heap<ParentRedBlackTree>) = ("heapworks_rbtree_parent", "heapworks (this workspace), ParentRedBlackTree index"),
         /// The exact bins below 2 KiB and the splay tree above.

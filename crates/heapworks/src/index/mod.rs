@@ -10,11 +10,12 @@
 //!   kept in a list hanging from its node, exact best fit (invariants in `index/splay.rs`);
 //! - [`RedBlackTree`]: a red-black tree keyed by size with the same duplicate lists and no
 //!   parent pointer, rebalanced bottom-up from a stack of the search path, exact best fit
-//!   (invariants in `index/rbtree.rs`); two variants of it, each differing in one respect, for
-//!   seed 003's questions: [`MirroredRedBlackTree`] writes the left and right cases apart
-//!   instead of through a side index (`index/rbtree_mirrored.rs`), [`ParentRedBlackTree`]
-//!   keeps a parent pointer in every node instead of a stack of the path
-//!   (`index/rbtree_parent.rs`);
+//!   (invariants in `index/rbtree.rs`); three variants of it, each differing in one respect,
+//!   for seed 003's questions: [`MirroredRedBlackTree`] writes the left and right cases apart
+//!   instead of through a side index (`index/rbtree_mirrored.rs`), [`AddressRedBlackTree`]
+//!   has no duplicate lists, one node per chunk keyed by (size, address)
+//!   (`index/rbtree_address.rs`), [`ParentRedBlackTree`] keeps a parent pointer in every node
+//!   instead of a stack of the path (`index/rbtree_parent.rs`);
 //! - [`SegregatedLists`]: the classic baseline, one list per power of two of sizes and no
 //!   bitmap, first fit in the request's own class (invariants in `index/segregated.rs`);
 //! - [`Hybrid`]: the exact bins for small chunks, the splay tree from 2 KiB
@@ -38,6 +39,7 @@ pub(crate) mod bins;
 pub(crate) mod hybrid;
 pub(crate) mod list;
 pub(crate) mod rbtree;
+pub(crate) mod rbtree_address;
 pub(crate) mod rbtree_mirrored;
 pub(crate) mod rbtree_parent;
 pub(crate) mod segregated;
@@ -47,6 +49,7 @@ pub(crate) mod tree;
 pub use bins::Bins;
 pub use hybrid::Hybrid;
 pub use rbtree::RedBlackTree;
+pub use rbtree_address::AddressRedBlackTree;
 pub use rbtree_mirrored::MirroredRedBlackTree;
 pub use rbtree_parent::ParentRedBlackTree;
 pub use segregated::SegregatedLists;
@@ -55,7 +58,8 @@ pub use splay::SplayTree;
 use crate::error::{Corruption, CorruptionKind};
 
 /// A free index a [`crate::Heap`] can be built on: [`Bins`] (the default), [`SplayTree`],
-/// [`RedBlackTree`] (and its variants [`MirroredRedBlackTree`] and [`ParentRedBlackTree`]),
+/// [`RedBlackTree`] (and its variants [`MirroredRedBlackTree`], [`AddressRedBlackTree`] and
+/// [`ParentRedBlackTree`]),
 /// [`Hybrid`] or [`SegregatedLists`]. Sealed: its methods are the heap's business.
 pub trait FreeIndex: Index {}
 

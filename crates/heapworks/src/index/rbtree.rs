@@ -30,10 +30,12 @@
 //! the descent records each node and the side it took in a `Path`, a fixed array on the call
 //! stack, and the fix-up climbs it instead of parent pointers. The array holds one entry more
 //! than [`MAX_DEPTH`], the red-black height bound for the most nodes an address space can
-//! hold: nodes are disjoint chunks of distinct sizes, multiples of `GRANULE` (2^g bytes), so n
-//! nodes span more than 2^g·n²/2 bytes of a 2^B-byte address space; then n² < 2^(B+1-g) and
-//! 2·log2(n + 1) ≤ B + 1 - g, which is 61 on 64-bit targets (30 on 32-bit). The extra entry
-//! is for a removal's fix-up, which may push one when it rotates a red sibling up.
+//! hold: nodes are disjoint chunks of at least [`TREE_MIN`] bytes (at least 2^t bytes, t =
+//! ⌊log2 TREE_MIN⌋), so a 2^B-byte address space holds n < 2^(B-t) of them and
+//! 2·log2(n + 1) ≤ 2·(B - t), which is 118 on 64-bit targets (56 on 32-bit). The bound does not
+//! count on distinct sizes, so it also holds for [`crate::index::AddressRedBlackTree`], one
+//! node per chunk. The extra entry is for a removal's fix-up, which may push one when it
+//! rotates a red sibling up.
 //!
 //! Every operation on a node is O(log n) at worst (no amortisation); on a duplicate or a chunk
 //! of `smallest`, O(1).
@@ -61,7 +63,7 @@
 use core::mem::MaybeUninit;
 use core::ptr::{self, NonNull};
 
-use crate::chunk::{Chunk, GRANULE_SHIFT, MIN_CHUNK, WORD};
+use crate::chunk::{Chunk, MIN_CHUNK, WORD};
 use crate::error::{Corruption, CorruptionKind};
 use crate::index::fault;
 use crate::index::list::{self, get, link, set, LEFT, NEXT, PREV, RIGHT};
@@ -80,7 +82,7 @@ const _: () = assert!(
 
 /// The most nodes on a path from the root in any red-black tree of chunks: 2·log2(n + 1) for
 /// the largest number n of nodes an address space holds (see the module docs).
-pub(crate) const MAX_DEPTH: usize = (usize::BITS + 1 - GRANULE_SHIFT) as usize;
+pub(crate) const MAX_DEPTH: usize = 2 * (usize::BITS - TREE_MIN.ilog2()) as usize;
 
 /// A path's capacity: a removal's fix-up may push one more entry than the descent.
 pub(crate) const PATH_CAPACITY: usize = MAX_DEPTH + 1;
@@ -89,9 +91,9 @@ pub(crate) const PATH_CAPACITY: usize = MAX_DEPTH + 1;
 /// (see the module docs). `Heap::<RedBlackTree>::empty()` builds a heap on it.
 pub struct RedBlackTree {
     /// The tree's root node.
-    root: Option<Chunk>,
+    pub(super) root: Option<Chunk>,
     /// The list of chunks too small for a node.
-    smallest: Option<Chunk>,
+    pub(super) smallest: Option<Chunk>,
 }
 
 /// Child links with the colour bit masked off.
@@ -249,12 +251,13 @@ pub(crate) trait OnPath {
     /// The list of chunks too small for a node.
     fn smallest(&mut self) -> &mut Option<Chunk>;
 
-    /// Descends from the root towards `size`, recording every node passed in `path`; returns
-    /// the node of that size (not recorded), if there is one.
+    /// Descends from the root towards the key of `chunk`, of `size` bytes (its size, or for a
+    /// tree keyed by address too, its size and address), recording every node passed in
+    /// `path`; returns the node of that key (not recorded), if there is one.
     ///
     /// # Safety
     /// The tree is consistent; `path` is empty.
-    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk>;
+    unsafe fn descend(&self, chunk: Chunk, size: usize, path: &mut Path) -> Option<Chunk>;
 
     /// Makes `to` the node below the first `depth` entries of `path`: the root if `depth` is
     /// 0, else the child of entry `depth - 1` on its side.
@@ -292,7 +295,7 @@ pub(crate) trait OnPath {
                 return;
             }
             let mut path = Path::new();
-            if let Some(node) = self.descend(size, &mut path) {
+            if let Some(node) = self.descend(chunk, size, &mut path) {
                 push_duplicate(node, chunk);
                 return;
             }
@@ -318,7 +321,7 @@ pub(crate) trait OnPath {
                 return;
             }
             let mut path = Path::new();
-            let node = self.descend(size, &mut path);
+            let node = self.descend(chunk, size, &mut path);
             debug_assert!(node == Some(chunk), "the node of its size is not the chunk");
             match get(chunk, NEXT) {
                 Some(duplicate) => {
@@ -454,11 +457,8 @@ pub(crate) fn prev_is_null(node: Chunk, _parent: Option<Chunk>) -> bool {
     unsafe { get(node, PREV) }.is_none()
 }
 
-/// The checker's count of a red-black tree of chunks ([`Index::tally`]): the list of the
-/// smallest chunks, then a walk of every node with a stack of pending subtrees (no
-/// recursion), verifying order, node size (at least `min_node`), the colour rules and equal
-/// black heights, and that `prev_word_ok(node, parent)` accepts each node's `prev` word, and
-/// counting each node's duplicate list.
+/// The checker's count of a red-black tree of chunks with duplicate lists ([`Index::tally`]):
+/// [`tally_red_black_by`] with the nodes ordered by size alone.
 pub(crate) fn tally_red_black(
     root: Option<Chunk>,
     smallest: Option<Chunk>,
@@ -466,30 +466,49 @@ pub(crate) fn tally_red_black(
     limit: usize,
     prev_word_ok: impl Fn(Chunk, Option<Chunk>) -> bool,
 ) -> Result<Option<(usize, usize)>, Corruption> {
+    let by_size = |_, size| (size, 0);
+    tally_red_black_by(root, smallest, min_node, limit, by_size, prev_word_ok)
+}
+
+/// The checker's count of a red-black tree of chunks ([`Index::tally`]): the list of the
+/// smallest chunks, then a walk of every node with a stack of pending subtrees (no
+/// recursion), verifying order by `key(node, size)` (unique keys, increasing from left to
+/// right), node size (at least `min_node`), the colour rules and equal black heights, and that
+/// `prev_word_ok(node, parent)` accepts each node's `prev` word, and counting each node's
+/// duplicate list.
+pub(crate) fn tally_red_black_by(
+    root: Option<Chunk>,
+    smallest: Option<Chunk>,
+    min_node: usize,
+    limit: usize,
+    key: impl Fn(Chunk, usize) -> (usize, usize),
+    prev_word_ok: impl Fn(Chunk, Option<Chunk>) -> bool,
+) -> Result<Option<(usize, usize)>, Corruption> {
     let mut tally = Tally::new(limit);
     let complete = tally.take_list(smallest, MIN_CHUNK)?
-        && tally_tree(&mut tally, root, min_node, prev_word_ok)?;
+        && tally_tree(&mut tally, root, min_node, key, prev_word_ok)?;
     Ok(complete.then(|| tally.result()).flatten())
 }
 
-/// The tree's part of [`tally_red_black`]; `Ok(false)` once past the tally's limit.
+/// The tree's part of [`tally_red_black_by`]; `Ok(false)` once past the tally's limit.
 fn tally_tree(
     tally: &mut Tally,
     root: Option<Chunk>,
     min_node: usize,
+    key: impl Fn(Chunk, usize) -> (usize, usize),
     prev_word_ok: impl Fn(Chunk, Option<Chunk>) -> bool,
 ) -> Result<bool, Corruption> {
     let Some(root) = root else {
         return Ok(true);
     };
     /// A subtree still to walk: its root and that root's parent, the exclusive bounds of its
-    /// sizes, the black nodes above it, whether its parent is red.
+    /// keys, the black nodes above it, whether its parent is red.
     #[derive(Clone, Copy)]
     struct Pending {
         node: Chunk,
         parent: Option<Chunk>,
-        above: usize,
-        below: usize,
+        above: (usize, usize),
+        below: (usize, usize),
         blacks: usize,
         red_parent: bool,
     }
@@ -499,8 +518,8 @@ fn tally_tree(
     stack[0] = Some(Pending {
         node: root,
         parent: None,
-        above: 0,
-        below: usize::MAX,
+        above: (0, 0),
+        below: (usize::MAX, usize::MAX),
         blacks: 0,
         red_parent: false,
     });
@@ -513,9 +532,10 @@ fn tally_tree(
         // SAFETY: the node was reached through non-null links; its header and link words are
         // read only once its header says it is a free chunk of a node's size (the checker's
         // stated limit).
-        let (size, red) = unsafe {
+        let (node_key, red) = unsafe {
             let size = node.size();
-            if size <= pending.above || size >= pending.below || size < min_node {
+            let node_key = key(node, size);
+            if node_key <= pending.above || node_key >= pending.below || size < min_node {
                 return bad;
             }
             if !tally.take_list(Some(node), size)? {
@@ -524,13 +544,17 @@ fn tally_tree(
             if !prev_word_ok(node, pending.parent) {
                 return bad;
             }
-            (size, colour(node) == RED)
+            (node_key, colour(node) == RED)
         };
         if red && (pending.red_parent || node == root) {
             return bad;
         }
         let blacks = pending.blacks + usize::from(!red);
-        for (side, above, below) in [(RIGHT, size, pending.below), (LEFT, pending.above, size)] {
+        let sides = [
+            (RIGHT, node_key, pending.below),
+            (LEFT, pending.above, node_key),
+        ];
+        for (side, above, below) in sides {
             // SAFETY: as above.
             match unsafe { child(node, side) } {
                 None if *leaf_blacks.get_or_insert(blacks) != blacks => return bad,
@@ -562,7 +586,7 @@ impl OnPath for RedBlackTree {
     }
 
     #[inline(always)]
-    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
+    unsafe fn descend(&self, _chunk: Chunk, size: usize, path: &mut Path) -> Option<Chunk> {
         let mut cursor = self.root;
         // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
         // consistent tree fits the array.
@@ -752,6 +776,26 @@ pub(crate) mod tests {
         assert_survives_churn::<RedBlackTree>();
     }
 
+    /// Asserts that the red-black tree at `root`, of `nodes` nodes, is at most 2·log2(n + 1)
+    /// levels high.
+    pub(crate) fn assert_within_height_bound(root: Option<Chunk>, nodes: usize) {
+        let mut height = 0;
+        let mut stack = vec![(root, 0)];
+        while let Some((node, depth)) = stack.pop() {
+            let Some(node) = node else {
+                height = height.max(depth);
+                continue;
+            };
+            // SAFETY: the tree is consistent (the callers check the heap first).
+            unsafe {
+                stack.push((child(node, LEFT), depth + 1));
+                stack.push((child(node, RIGHT), depth + 1));
+            }
+        }
+        let bound = 2 * (nodes + 1).next_power_of_two().ilog2() as usize;
+        assert!(height <= bound, "height {height}");
+    }
+
     /// Files chunks of `sizes` (see `tree_of`) in a red-black tree on the index `I`, whose
     /// root `root` gives; asserts that the tree stays within the red-black height bound, then
     /// takes the chunks out again from the middle outwards (each request of a chunk's size
@@ -762,22 +806,7 @@ pub(crate) mod tests {
     ) {
         let mut memory = vec![0u128; 16384];
         let (mut heap, chunks) = tree_of::<I>(&mut memory, sizes);
-        let mut height = 0;
-        let mut stack = vec![(root(&heap), 0)];
-        while let Some((node, depth)) = stack.pop() {
-            let Some(node) = node else {
-                height = height.max(depth);
-                continue;
-            };
-            // SAFETY: the tree is consistent (checked).
-            unsafe {
-                stack.push((child(node, LEFT), depth + 1));
-                stack.push((child(node, RIGHT), depth + 1));
-            }
-        }
-        // n nodes: at most 2·log2(n + 1) levels.
-        let bound = 2 * (sizes.len() + 1).next_power_of_two().ilog2() as usize;
-        assert!(height <= bound, "height {height}");
+        assert_within_height_bound(root(&heap), sizes.len());
         let mut order: Vec<usize> = (0..chunks.len()).collect();
         order.sort_by_key(|&i| i.abs_diff(chunks.len() / 2));
         for (step, i) in order.into_iter().enumerate() {

@@ -285,7 +285,7 @@ impl OnPath for MirroredRedBlackTree {
     }
 
     #[inline(always)]
-    unsafe fn descend(&self, size: usize, path: &mut Path) -> Option<Chunk> {
+    unsafe fn descend(&self, _chunk: Chunk, size: usize, path: &mut Path) -> Option<Chunk> {
         let mut cursor = self.root;
         // SAFETY: nodes are free chunks with valid headers and four link words; a path in a
         // consistent tree fits the array.

@@ -19,6 +19,11 @@
 //! The walks here never change the tree, so they suit every tree: they step from size to size
 //! with a plain descent, O(distinct sizes × depth), bounded by a step limit where the tree may
 //! be corrupt.
+//!
+//! [`crate::index::AddressRedBlackTree`] keeps no duplicate lists (one node per chunk, keyed by
+//! size and address), so the *order* and *duplicates* invariants above are not its own: it
+//! shares the node layout, the list `smallest`, [`size_tree_index`] and the walks that hold
+//! without duplicates (`largest`, `check_filed`), and has its own descents by key.
 
 use core::marker::PhantomData;
 
@@ -143,14 +148,8 @@ impl<C: Children> Walk<C> {
     ) -> Option<(Chunk, usize)> {
         // SAFETY: filed chunks are free chunks with the link words of their size.
         unsafe {
-            if min_size < TREE_MIN {
-                let mut cursor = self.smallest;
-                while let Some(chunk) = cursor {
-                    if f(chunk, MIN_CHUNK) {
-                        return Some((chunk, MIN_CHUNK));
-                    }
-                    cursor = get(chunk, NEXT);
-                }
+            if let Some(found) = self.find_in_smallest(min_size, &mut f) {
+                return Some(found);
             }
             let mut key = min_size;
             while let Ok(Some(node)) = self.ceiling(key, usize::MAX) {
@@ -166,6 +165,27 @@ impl<C: Children> Walk<C> {
             }
             None
         }
+    }
+
+    /// Calls `f` with every chunk of the list of the smallest chunks and its size, if they
+    /// have `min_size` bytes, until it returns `true`; returns that chunk and size.
+    ///
+    /// # Safety
+    /// The tree is consistent.
+    pub(crate) unsafe fn find_in_smallest(
+        &self,
+        min_size: usize,
+        mut f: impl FnMut(Chunk, usize) -> bool,
+    ) -> Option<(Chunk, usize)> {
+        let mut cursor = self.smallest.filter(|_| min_size < TREE_MIN);
+        while let Some(chunk) = cursor {
+            if f(chunk, MIN_CHUNK) {
+                return Some((chunk, MIN_CHUNK));
+            }
+            // SAFETY: the list's chunks are free chunks with a `next` word.
+            cursor = unsafe { get(chunk, NEXT) };
+        }
+        None
     }
 
     /// The size of the largest filed chunk.

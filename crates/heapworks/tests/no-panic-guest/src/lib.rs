@@ -12,8 +12,8 @@ use core::fmt::Write;
 use core::ptr::{self, NonNull};
 
 use heapworks::{
-    Bins, FreeIndex, FrontHeap, Heap, Hybrid, MirroredRedBlackTree, ParentRedBlackTree,
-    RedBlackTree, SegregatedLists, SplayTree, UnsyncHeap,
+    AddressRedBlackTree, Bins, FreeIndex, FrontHeap, Heap, Hybrid, MirroredRedBlackTree,
+    ParentRedBlackTree, RedBlackTree, SegregatedLists, SplayTree, UnsyncHeap,
 };
 
 const ARENA_LEN: usize = 1 << 20;
@@ -95,9 +95,10 @@ static SEGREGATED: Raw<SegregatedLists> = Raw::new();
 static RED_BLACK: Raw<RedBlackTree> = Raw::new();
 static MIRRORED: Raw<MirroredRedBlackTree> = Raw::new();
 static PARENT: Raw<ParentRedBlackTree> = Raw::new();
+static ADDRESS: Raw<AddressRedBlackTree> = Raw::new();
 
-/// Allocates (`ptr` null), frees (`new` zero) or reallocates on the heap `which` (0..=6 a raw
-/// heap over an index, 7 the front through `GlobalAlloc`, 8 the front's size-less `free`
+/// Allocates (`ptr` null), frees (`new` zero) or reallocates on the heap `which` (0..=6 and 9
+/// a raw heap over an index, 7 the front through `GlobalAlloc`, 8 the front's size-less `free`
 /// and a trim (returning the block's usable size as a pointer-sized number),
 /// any other the global allocator).
 ///
@@ -121,6 +122,7 @@ pub unsafe extern "C" fn exercise(
             4 => RED_BLACK.exercise(ptr, size, align, new),
             5 => MIRRORED.exercise(ptr, size, align, new),
             6 => PARENT.exercise(ptr, size, align, new),
+            9 => ADDRESS.exercise(ptr, size, align, new),
             7 => through_global_alloc(&FRONT, ptr, size, align, new),
             8 => match NonNull::new(ptr) {
                 Some(block) => {
