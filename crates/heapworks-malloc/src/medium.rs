@@ -62,7 +62,7 @@ const BINS: usize = MEDIUM_CLASSES;
 const BIN_BYTES: usize = 32 << 10;
 /// Bins a request looks at: its class's, then the next ones' heads (the fifth class on holds
 /// about half again the request, the most a block may waste serving it).
-const SEARCH_BINS: usize = 5;
+pub(crate) const SEARCH_BINS: usize = 5;
 /// The budget doubles each time the cache, while it serves requests, has given back this many
 /// budgets' worth of its oldest blocks: the thread churns through medium blocks of many sizes.
 const GROW_AFTER: usize = 64;
