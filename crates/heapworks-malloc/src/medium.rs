@@ -61,8 +61,9 @@ const BINS: usize = MEDIUM_CLASSES;
 /// The bytes one bin may hold, in blocks of its class (at least one block).
 const BIN_BYTES: usize = 32 << 10;
 /// Bins a request looks at: its class's, then the next ones' heads (the fifth class on holds
-/// about half again the request, the most a block may waste serving it).
-const SEARCH_BINS: usize = 5;
+/// about half again the request, the most a block may waste serving it); a miss collects the
+/// same classes' remote stacks (`thread::collect_medium`).
+pub(crate) const SEARCH_BINS: usize = 5;
 /// The budget doubles each time the cache, while it serves requests, has given back this many
 /// budgets' worth of its oldest blocks: the thread churns through medium blocks of many sizes.
 const GROW_AFTER: usize = 64;

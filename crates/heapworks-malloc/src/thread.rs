@@ -63,7 +63,7 @@ use crate::core_heap;
 use crate::fault;
 use crate::large::{self, LargeSlot};
 use crate::link;
-use crate::medium::MediumCache;
+use crate::medium::{MediumCache, SEARCH_BINS};
 use crate::size_class::{
     area_of_list, class_of_request, class_of_usable, is_slot_list, list_block_bytes, list_of_area,
     list_offset, medium_class_bytes, medium_class_of_request, medium_class_of_usable,
@@ -363,7 +363,12 @@ unsafe fn collect_list(cache: *mut ThreadCache, list: usize) -> bool {
 
 /// Takes the blocks of medium class `class` other threads freed into the calling thread's own
 /// arena into its medium cache, as [`collect_list`] takes a list's: the batches on top of the
-/// class's remote stack while the cache holds them. Returns whether any block joined it.
+/// class's remote stack while the cache holds them; if it has none, those of the first of the
+/// next classes whose stack has some, as far as the cache's search reaches
+/// ([`SEARCH_BINS`]), since their blocks serve the request as well: a producer
+/// whose consumers return blocks of all sizes would otherwise cut a new block while blocks
+/// that hold it wait unused on those stacks (peak RSS, TUNING.md). Returns whether any block
+/// joined the cache.
 ///
 /// # Safety
 /// `cache` is the calling thread's live cache.
@@ -380,11 +385,16 @@ unsafe fn collect_medium(cache: *mut ThreadCache, class: usize) -> bool {
         let arena = (*cache).arena;
         let medium = medium.as_mut();
         let mut kept = false;
-        while let Some(batch) = arena::pop_batch(arena, arena::medium_stack(class), |count| {
-            medium.has_room(class, count)
-        }) {
-            medium.splice(class, batch.first, batch.last, batch.count);
-            kept = true;
+        for bin in class..(class + SEARCH_BINS).min(MEDIUM_CLASSES) {
+            while let Some(batch) = arena::pop_batch(arena, arena::medium_stack(bin), |count| {
+                medium.has_room(bin, count)
+            }) {
+                medium.splice(bin, batch.first, batch.last, batch.count);
+                kept = true;
+            }
+            if kept {
+                break;
+            }
         }
         arena::file_if_many(arena);
         kept

@@ -40,17 +40,28 @@ fn remote_frees_race_the_owners_exit() {
 
 #[test]
 fn an_exited_threads_memory_is_adopted() {
-    let output = run("adopt");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let reused: usize = stdout
+    let reused = reused_percent(&run("adopt"));
+    // The second thread adopts the first one's arena: its blocks come back (a thread that
+    // took new memory instead would reuse none).
+    assert!(reused >= 50, "{reused} % of the blocks reused");
+}
+
+fn reused_percent(output: &Output) -> usize {
+    String::from_utf8_lossy(&output.stdout)
         .lines()
         .find_map(|line| line.strip_prefix("reused "))
         .expect("a reused line")
         .trim()
         .parse()
-        .unwrap();
-    // The second thread adopts the first one's arena: its blocks come back (a thread that
-    // took new memory instead would reuse none).
+        .unwrap()
+}
+
+#[test]
+fn a_medium_request_takes_returned_blocks_of_the_next_classes() {
+    // The blocks another thread freed wait on the owner's remote stack of their class; a
+    // request of the class below finds its own stack empty and takes them (a thread that cut
+    // new blocks instead would reuse none).
+    let reused = reused_percent(&run("nextclass"));
     assert!(reused >= 50, "{reused} % of the blocks reused");
 }
 

@@ -10,6 +10,10 @@
  *   owners adopt   a thread allocates and frees 4 MiB of small and medium blocks and exits; a
  *                  new thread allocating the same sizes gets mostly blocks in the same 64 KiB
  *                  ranges (its arena was adopted, not new memory): prints `reused <percent>`
+ *   owners nextclass  the main thread allocates medium blocks, another thread frees them
+ *                  (remote frees) and exits, then the main thread asks for a size of the class
+ *                  below theirs: it gets those blocks back, not new ones: prints `reused
+ *                  <percent>`
  *   owners fork    churn on worker threads while the main thread forks 50 times; each child
  *                  allocates, frees blocks the parent's threads made, and exits 0
  * Every block's cookie is checked before it is freed. Prints `<mode>: ok` and exits 0, or
@@ -262,6 +266,37 @@ static void adopt(void) {
     printf("reused %d\n", reused * 100 / ADOPT_BLOCKS);
 }
 
+/* ---- nextclass ---- */
+
+#define NEXT_BLOCKS 32
+/* Medium classes are an eighth of a power of two apart: 1200 B blocks are 1272 B (their class
+ * is the third from 1 KiB), and a request of 1100 B is the class below's. */
+#define RETURNED_SIZE 1200
+#define ASKED_SIZE 1100
+
+static unsigned char *returned[NEXT_BLOCKS];
+
+static void *free_returned(void *unused) {
+    (void)unused;
+    for (int i = 0; i < NEXT_BLOCKS; i++) check_and_free(returned[i], RETURNED_SIZE);
+    return NULL;
+}
+
+static void next_class(void) {
+    for (int i = 0; i < NEXT_BLOCKS; i++) returned[i] = stamped(RETURNED_SIZE);
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, free_returned, NULL) == 0);
+    CHECK(pthread_join(thread, NULL) == 0);
+    unsigned char *asked[NEXT_BLOCKS];
+    int reused = 0;
+    for (int i = 0; i < NEXT_BLOCKS; i++) {
+        asked[i] = stamped(ASKED_SIZE);
+        for (int j = 0; j < NEXT_BLOCKS; j++) reused += asked[i] == returned[j];
+    }
+    for (int i = 0; i < NEXT_BLOCKS; i++) check_and_free(asked[i], ASKED_SIZE);
+    printf("reused %d\n", reused * 100 / NEXT_BLOCKS);
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "";
     if (!strcmp(mode, "churn")) {
@@ -270,10 +305,12 @@ int main(int argc, char **argv) {
         race();
     } else if (!strcmp(mode, "adopt")) {
         adopt();
+    } else if (!strcmp(mode, "nextclass")) {
+        next_class();
     } else if (!strcmp(mode, "fork")) {
         churn_for(1500, 50);
     } else {
-        fprintf(stderr, "usage: owners churn|race|adopt|fork\n");
+        fprintf(stderr, "usage: owners churn|race|adopt|nextclass|fork\n");
         return 2;
     }
     printf("%s: ok\n", mode);
