@@ -434,10 +434,37 @@ impl<I: FreeIndex> Heap<I> {
     /// Returns `size` bytes at `chunk` to the free index, merging with free neighbours. The
     /// merged chunk keeps a neighbour's index entry when it stays in that neighbour's bin.
     ///
+    /// Most frees have no free neighbour (both flags say "in use"): that path files the chunk
+    /// and writes its header, footer and the next header's flag, and is all that is inlined;
+    /// a merge goes out of line, so the common path saves no registers it does not use.
+    ///
     /// # Safety
     /// `chunk` is an allocated chunk of `size` bytes.
     #[inline(always)]
     unsafe fn release(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: neighbours are found through the header size, valid for an allocated chunk;
+        // with both in use, the chunk alone is filed, before its header and footer are written.
+        unsafe {
+            let header = chunk.header();
+            let next = chunk.after(size);
+            let next_header = next.header();
+            if (header & PREV_IN_USE != 0) & (next_header & IN_USE != 0) {
+                next.set_header(next_header & !PREV_IN_USE);
+                self.index.insert(chunk, size);
+                chunk.write_free(size, true);
+            } else {
+                self.release_merging(chunk, size);
+            }
+        }
+    }
+
+    /// [`Heap::release`] when a neighbour is free: the merged chunk takes a neighbour's index
+    /// entry (moved in place when it stays in that neighbour's bin).
+    ///
+    /// # Safety
+    /// `chunk` is an allocated chunk of `size` bytes.
+    #[inline(never)]
+    unsafe fn release_merging(&mut self, chunk: Chunk, size: usize) {
         // SAFETY: neighbours are found through the header size and the boundary tag, both valid
         // for an allocated chunk; free neighbours are filed in the index, and each entry is
         // moved before the merged chunk's header and footer are written.
@@ -467,13 +494,10 @@ impl<I: FreeIndex> Heap<I> {
                 }
                 self.index.resize_entry(prev, prev_size, prev_size + total);
                 prev.write_free(prev_size + total, true);
-            } else if next_is_free {
+            } else {
                 self.index
                     .refile_in(next, I::slot_of(next_size), chunk, total);
                 chunk.write_free(total, true);
-            } else {
-                self.index.insert(chunk, size);
-                chunk.write_free(size, true);
             }
         }
     }

@@ -189,15 +189,19 @@ impl Bins {
         // SAFETY: a free chunk exists, so a region was claimed and the sink adopted. `chunk` is
         // a free chunk, `old_head` a free chunk or the sink, so both carry link words. `bin` is
         // a size's bin, asserted above.
-        unsafe {
+        let was_empty = unsafe {
             let sink = self.sink();
             let old_head = self.head_word(bin).unwrap_or(sink);
             chunk.set_next_free(old_head);
             chunk.set_prev_free(sink);
             old_head.set_prev_free(chunk);
             *self.head_word_mut(bin) = Some(chunk);
+            old_head == sink
+        };
+        // A bin that had a head is marked already: most frees then skip the bitmap's words.
+        if was_empty {
+            self.occupancy.set(bin);
         }
-        self.occupancy.set(bin);
     }
 
     /// Takes a free chunk out of `bin`'s list.
