@@ -139,7 +139,11 @@ mod tests {
     fn the_exact_shortcut_agrees_with_the_formula() {
         let mut size = MIN_CHUNK;
         while size < 4 * EXACT_LIMIT {
-            assert_eq!(bin_of(size), bin_of_granules(size >> GRANULE_SHIFT), "size {size}");
+            assert_eq!(
+                bin_of(size),
+                bin_of_granules(size >> GRANULE_SHIFT),
+                "size {size}"
+            );
             size += GRANULE;
         }
     }
