@@ -70,10 +70,22 @@ const fn bin_of_granules(granules: usize) -> usize {
     (((shift as usize) << SUB_BITS) + (granules >> shift)).wrapping_sub(MIN_GRANULES)
 }
 
+/// Whether [`bin_of`] takes the exact bins' shortcut: natively, where a predictable branch
+/// costs less than the formula's seven operations; not on wasm32, where each branch is a metered
+/// block (crates/heapworks/TUNING.md).
+const EXACT_SHORTCUT: bool = !cfg!(target_arch = "wasm32");
+
 /// The bin of a free chunk of `size` bytes (`size >= MIN_CHUNK`, a multiple of `GRANULE`).
+/// Below [`EXACT_LIMIT`] the formula reduces to the granule count less the smallest chunk's,
+/// which is what the shortcut computes (tested equal below).
 #[inline(always)]
 pub(crate) const fn bin_of(size: usize) -> usize {
-    let bin = bin_of_granules(size >> GRANULE_SHIFT);
+    let granules = size >> GRANULE_SHIFT;
+    let bin = if EXACT_SHORTCUT && size < EXACT_LIMIT {
+        granules.wrapping_sub(MIN_GRANULES)
+    } else {
+        bin_of_granules(granules)
+    };
     // SAFETY: the formula is monotonic in the size and gives `BIN_COUNT - 1` for the largest
     // `usize` (both tested below), so every size's bin is below `BIN_COUNT`. Telling the
     // compiler spares a bounds check wherever a bin indexes the lists or the bitmap.
@@ -121,6 +133,19 @@ mod tests {
         }
         assert_eq!(bin_of(MIN_CHUNK), 0);
         assert_eq!(bin_floor(EXACT_BINS), 2 * SUB_BINS * GRANULE);
+    }
+
+    #[test]
+    fn the_exact_shortcut_agrees_with_the_formula() {
+        let mut size = MIN_CHUNK;
+        while size < 4 * EXACT_LIMIT {
+            assert_eq!(
+                bin_of(size),
+                bin_of_granules(size >> GRANULE_SHIFT),
+                "size {size}"
+            );
+            size += GRANULE;
+        }
     }
 
     #[test]

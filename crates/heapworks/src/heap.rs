@@ -41,6 +41,12 @@ const MOVE_LEAVES_LESS_THAN: usize = 2 << 10;
 /// move's code is 2.4 KB there (crates/heapworks/TUNING.md).
 const MOVES_ON_SHRINK: bool = !cfg!(target_arch = "wasm32");
 
+/// Whether a free with no free neighbour takes its own inlined path, the merges out of line:
+/// natively, where it spares the common free the merges' registers; not on wasm32, where the
+/// call to the merges and the extra test cost more gas than they save
+/// (crates/heapworks/TUNING.md).
+const SPLITS_FREE: bool = !cfg!(target_arch = "wasm32");
+
 /// Whether free and realloc validate their pointer first (feature `checked`, or debug builds).
 pub(crate) const CHECKED: bool = cfg!(any(feature = "checked", debug_assertions));
 
@@ -434,10 +440,40 @@ impl<I: FreeIndex> Heap<I> {
     /// Returns `size` bytes at `chunk` to the free index, merging with free neighbours. The
     /// merged chunk keeps a neighbour's index entry when it stays in that neighbour's bin.
     ///
+    /// Natively (`SPLITS_FREE`), most frees have no free neighbour (both flags say "in use"):
+    /// that path files the chunk and writes its header, footer and the next header's flag, and
+    /// is all that is inlined; a merge goes out of line, so the common path saves no registers
+    /// it does not use. On wasm32 the whole of [`Heap::release_merging`] is inlined instead.
+    ///
     /// # Safety
     /// `chunk` is an allocated chunk of `size` bytes.
     #[inline(always)]
     unsafe fn release(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: neighbours are found through the header size, valid for an allocated chunk;
+        // with both in use, the chunk alone is filed, before its header and footer are written.
+        unsafe {
+            let header = chunk.header();
+            let next = chunk.after(size);
+            let next_header = next.header();
+            if SPLITS_FREE && (header & PREV_IN_USE != 0) & (next_header & IN_USE != 0) {
+                next.set_header(next_header & !PREV_IN_USE);
+                self.index.insert(chunk, size);
+                chunk.write_free(size, true);
+            } else {
+                self.release_merging(chunk, size);
+            }
+        }
+    }
+
+    /// [`Heap::release`] of any chunk (natively, of one with a free neighbour): the merged
+    /// chunk takes a neighbour's index entry (moved in place when it stays in that neighbour's
+    /// bin).
+    ///
+    /// # Safety
+    /// `chunk` is an allocated chunk of `size` bytes.
+    #[cfg_attr(target_arch = "wasm32", inline(always))]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(never))]
+    unsafe fn release_merging(&mut self, chunk: Chunk, size: usize) {
         // SAFETY: neighbours are found through the header size and the boundary tag, both valid
         // for an allocated chunk; free neighbours are filed in the index, and each entry is
         // moved before the merged chunk's header and footer are written.

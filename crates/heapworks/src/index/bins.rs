@@ -189,15 +189,16 @@ impl Bins {
         // SAFETY: a free chunk exists, so a region was claimed and the sink adopted. `chunk` is
         // a free chunk, `old_head` a free chunk or the sink, so both carry link words. `bin` is
         // a size's bin, asserted above.
-        unsafe {
+        let had_head = unsafe {
             let sink = self.sink();
             let old_head = self.head_word(bin).unwrap_or(sink);
             chunk.set_next_free(old_head);
             chunk.set_prev_free(sink);
             old_head.set_prev_free(chunk);
             *self.head_word_mut(bin) = Some(chunk);
-        }
-        self.occupancy.set(bin);
+            old_head != sink
+        };
+        self.occupancy.set_unless(bin, had_head);
     }
 
     /// Takes a free chunk out of `bin`'s list.
@@ -378,14 +379,13 @@ impl Bins {
         Some((unsafe { self.head_word(bin).unwrap_unchecked() }, bin))
     }
 
-    /// The smallest chunk of at least `size` bytes among the first [`BEST_FIT_SCAN`] of the
-    /// request's own bin, with that bin.
+    /// The smallest chunk of at least `size` bytes among the first [`BEST_FIT_SCAN`] of `bin`,
+    /// the request's own bin, with that bin.
     ///
     /// # Safety
-    /// The index is consistent.
+    /// The index is consistent; `bin` is `bin_of(size)`.
     #[inline(never)]
-    unsafe fn best_fit_in_own_bin(&self, size: usize) -> Option<(Chunk, usize)> {
-        let bin = bin_of(size);
+    unsafe fn best_fit_in_own_bin(&self, size: usize, bin: usize) -> Option<(Chunk, usize)> {
         let mut best: Option<(Chunk, usize)> = None;
         // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
         let mut cursor = unsafe { self.head_word(bin) };
@@ -607,9 +607,16 @@ impl Bins {
     #[inline(always)]
     pub(crate) unsafe fn find(&self, size: usize) -> Option<(Chunk, usize)> {
         if size >= BEST_FIT_FROM {
-            // SAFETY: forwarded from the caller.
-            if let Some(best) = unsafe { self.best_fit_in_own_bin(size) } {
-                return Some(best);
+            // Only a marked bin has chunks to compare: most large requests find their own bin
+            // empty, and skip the call.
+            let bin = bin_of(size);
+            // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
+            unsafe { assert_a_bin(bin) };
+            if self.occupancy.contains(bin) {
+                // SAFETY: forwarded from the caller.
+                if let Some(best) = unsafe { self.best_fit_in_own_bin(size, bin) } {
+                    return Some(best);
+                }
             }
         }
         match self.tighter_fit(size) {
