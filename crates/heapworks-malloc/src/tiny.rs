@@ -380,15 +380,19 @@ pub(crate) const CANARY_BYTES: usize = core::mem::size_of::<usize>();
 /// canary needs a third.
 const GUARDED_MIN_BYTES: usize = 32;
 
-/// The bytes and the canary word of slot `slot` if its slab's slots are guarded (secure
-/// mode); `None` for a slot of any other slab. Reads the table without the lock: a slab's
-/// flag is set once, before any of its slots is handed out.
-fn canary_of(slot: NonNull<u8>) -> Option<(usize, *mut usize)> {
-    let offset = slot
-        .as_ptr()
-        .addr()
-        .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed));
-    let (area, index) = (
+/// The offset of `ptr` from the region's start (modulo `2^64`).
+#[inline(always)]
+fn region_offset(ptr: *mut u8) -> usize {
+    ptr.addr()
+        .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed))
+}
+
+/// Whether the slab of slot `slot`, at region offset `offset`, is guarded (secure mode: its
+/// slots end with a canary). Reads the table without the lock: a slab's flag is set once,
+/// before any of its slots is handed out.
+#[inline(always)]
+fn is_guarded(slot: NonNull<u8>, offset: usize) -> bool {
+    let (area, slab) = (
         offset >> STRIDE_SHIFT,
         (offset & (STRIDE - 1)) >> SLAB_SHIFT,
     );
@@ -398,25 +402,23 @@ fn canary_of(slot: NonNull<u8>) -> Option<(usize, *mut usize)> {
         .wrapping_add(SLOT_AREAS * STRIDE)
         .cast::<SlabMeta>();
     // SAFETY: the slot lies in a started slab, whose metadata row is committed.
-    let guarded = unsafe { &(*table.wrapping_add(index * SLOT_AREAS + area)).canaries };
-    if guarded.load(Ordering::Relaxed) == 0 {
-        return None;
+    unsafe {
+        (*table.wrapping_add(slab * SLOT_AREAS + area))
+            .canaries
+            .load(Ordering::Relaxed)
+            != 0
     }
-    let size = slot_bytes(area);
-    Some((size, slot.as_ptr().wrapping_add(size - CANARY_BYTES).cast()))
 }
 
 /// The bytes slot `slot` (a pointer into a slot area) holds for its program: its size, less
 /// its canary in a guarded slab (secure mode only: the default build reads no table here).
 pub(crate) fn usable_bytes(slot: NonNull<u8>) -> usize {
-    let guarded = if config::secure() {
-        canary_of(slot)
+    let offset = region_offset(slot.as_ptr());
+    let size = slot_bytes(offset >> STRIDE_SHIFT);
+    if config::secure() && is_guarded(slot, offset) {
+        size - CANARY_BYTES
     } else {
-        None
-    };
-    match guarded {
-        Some((size, _)) => size - CANARY_BYTES,
-        None => slot_bytes(area_of(slot.as_ptr())),
+        size
     }
 }
 
@@ -430,31 +432,18 @@ pub(crate) fn usable_bytes(slot: NonNull<u8>) -> usize {
 /// it is freed.
 #[inline(always)]
 pub(crate) fn checked_slot_bytes(slot: NonNull<u8>) -> Option<usize> {
-    let offset = slot
-        .as_ptr()
-        .addr()
-        .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed));
+    let offset = region_offset(slot.as_ptr());
     let area = offset >> STRIDE_SHIFT;
     if area >= SLOT_AREAS {
         return None;
     }
-    let (slab, within) = (
-        (offset & (STRIDE - 1)) >> SLAB_SHIFT,
-        offset & (SLAB_BYTES - 1),
-    );
+    let within = offset & (SLAB_BYTES - 1);
     let size = slot_bytes(area);
     let index = slot_index(area, within);
     if index * size != within || index >= slots(area) as usize {
         crate::fault::invalid_pointer("free", slot.as_ptr());
     }
-    let table = slot
-        .as_ptr()
-        .wrapping_sub(offset)
-        .wrapping_add(SLOT_AREAS * STRIDE)
-        .cast::<SlabMeta>();
-    // SAFETY: the slot lies in a started slab, whose metadata row is committed.
-    let guarded = unsafe { &(*table.wrapping_add(slab * SLOT_AREAS + area)).canaries };
-    if guarded.load(Ordering::Relaxed) == 0 {
+    if !is_guarded(slot, offset) {
         return Some(size);
     }
     let word = slot
