@@ -497,23 +497,7 @@ unsafe fn refill_from_slabs(cache: *mut ThreadCache, list: usize, area: usize) -
 ///
 /// # Safety
 /// As for [`push`].
-#[inline(always)]
 pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        if config::secure() {
-            return secure_push(block, class);
-        }
-        push_slow_checked(block, class)
-    }
-}
-
-/// [`push_slow`]'s work, secure mode's rare cases included (see [`secure_push`]).
-///
-/// # Safety
-/// As for [`push`].
-#[inline(never)]
-unsafe fn push_slow_checked(block: NonNull<u8>, class: usize) {
     // SAFETY: the cache is this thread's; the block is the caller's to give up.
     unsafe {
         if class < MIN_CLASS {
@@ -535,7 +519,7 @@ unsafe fn push_slow_checked(block: NonNull<u8>, class: usize) {
         }
         if config::secure() {
             if let Some((evicted, bytes)) = crate::secure::free(block) {
-                stash_evicted(cache, evicted, bytes);
+                release_evicted(evicted, bytes);
             }
             return;
         }
@@ -591,102 +575,36 @@ unsafe fn fill_stash(list: usize, head: *mut u8, count: u32) -> Option<NonNull<u
     }
 }
 
-/// Secure mode's `free` of a slot or a small core block (each one comes here, see
-/// [`SECURE_EMPTY`]): from the refused push to the stash in one function, what is rare (a
-/// cache not live, a block bearing the cache's mark) out of line in [`push_slow`]'s own path.
-///
-/// # Safety
-/// As for [`push`].
-#[inline(never)]
-unsafe fn secure_push(block: NonNull<u8>, class: usize) {
-    // SAFETY: the cache is this thread's; the block is the caller's to give up.
-    unsafe {
-        let cache = current();
-        if class < MIN_CLASS
-            || (*cache).state != State::Live
-            || block.cast::<usize>().add(1).read() == cache.addr()
-        {
-            return secure_push_rare(block, class);
-        }
-        // The fast path's refused push took one from the room.
-        let bin = bin(class);
-        (*bin).room = (*bin).room.wrapping_add(1);
-        if let Some((evicted, bytes)) = crate::secure::free(block) {
-            stash_evicted(cache, evicted, bytes);
-        }
-    }
-}
-
-/// [`push_slow`]'s checks and set-up for [`secure_push`]'s rare cases.
-///
-/// # Safety
-/// As for [`push`].
-#[cold]
-#[inline(never)]
-unsafe fn secure_push_rare(block: NonNull<u8>, class: usize) {
-    // SAFETY: forwarded from the caller.
-    unsafe { push_slow_checked(block, class) }
-}
-
 /// Secure mode: a block out of the quarantine (checked and wiped) joins the calling thread's
-/// stash of its list, as [`stash_evicted`] puts it; without a live cache, or for a block of
-/// no list (a medium one), it goes back to its owner.
+/// stash of its list, marked as a cached block (so a free of it is caught as a double free);
+/// a stash of [`SECURE_STASH_MAX`] blocks first sends half of them back to their slabs or
+/// heaps ([`flush`]). A block of no list (a medium one) goes back to the core heap.
 ///
 /// # Safety
 /// `block` is a block of `bytes` bytes out of the quarantine, allocated in its owner's eyes.
 pub(crate) unsafe fn release_evicted(block: NonNull<u8>, bytes: usize) {
-    // SAFETY: forwarded from the caller.
-    unsafe {
-        match live_cache() {
-            Some(cache) => stash_evicted(cache, block, bytes),
-            None => release_one(block),
-        }
-    }
-}
-
-/// Secure mode: a block out of the quarantine joins the stash of its list in `cache`, marked
-/// as a cached block (so a free of it is caught as a double free); a stash of
-/// [`SECURE_STASH_MAX`] blocks first sends half of them back to their slabs or heaps
-/// ([`flush`]). A block of no list (a medium one) goes back to its owner.
-///
-/// # Safety
-/// `cache` is the calling thread's live cache; `block` as for [`release_evicted`].
-#[inline(always)]
-unsafe fn stash_evicted(cache: *mut ThreadCache, block: NonNull<u8>, bytes: usize) {
     let list = if tiny::is_slot(block.as_ptr()) {
-        list_of_area(tiny::area_of(block.as_ptr()))
+        Some(list_of_area(tiny::area_of(block.as_ptr())))
     } else {
-        match class_of_usable(bytes) {
-            // SAFETY: forwarded from the caller.
-            class if !(MIN_CLASS..=MAX_CLASS).contains(&class) => unsafe {
-                return release_medium(block);
-            },
-            class => class,
-        }
+        Some(class_of_usable(bytes)).filter(|class| (MIN_CLASS..=MAX_CLASS).contains(class))
     };
     // SAFETY: the list is this thread's; the block is ours to link and mark.
     unsafe {
-        let bin = bin(list);
-        if SECURE_EMPTY - (*bin).room >= SECURE_STASH_MAX {
-            // The program frees more of this list than it takes: half the stash goes home in
-            // one walk, not each block under a lock of its own.
-            flush(list, SECURE_STASH_MAX / 2);
+        if let (Some(list), Some(cache)) = (list, live_cache()) {
+            let bin = bin(list);
+            if SECURE_EMPTY - (*bin).room >= SECURE_STASH_MAX {
+                // The program frees more of this list than it takes: half the stash goes
+                // home in one walk, not each block under a lock of its own.
+                flush(list, SECURE_STASH_MAX / 2);
+            }
+            block.cast::<usize>().add(1).write(cache.addr());
+            link::set(block, (*bin).head);
+            (*bin).head = block.as_ptr();
+            (*bin).room -= 1;
+            return;
         }
-        block.cast::<usize>().add(1).write(cache.addr());
-        link::set(block, (*bin).head);
-        (*bin).head = block.as_ptr();
-        (*bin).room -= 1;
+        release_one(block);
     }
-}
-
-/// [`release_one`], out of line for [`stash_evicted`]'s medium blocks.
-///
-/// # Safety
-/// As for [`release_one`].
-#[inline(never)]
-unsafe fn release_medium(block: NonNull<u8>) {
-    // SAFETY: forwarded from the caller.
-    unsafe { release_one(block) }
 }
 
 /// [`push`] for the slow paths: a refused push's decrement of the room undone.
