@@ -228,12 +228,16 @@ pub(crate) fn note_carved(area: usize, bytes: usize) -> bool {
 struct Geometry {
     slot_bytes: u32,
     slots: u32,
+    /// `ceil(2^32 / slot_bytes)`: an offset within a slab times it, shifted right by 32, is
+    /// the offset divided by the slot size, exactly (see [`slot_index`]).
+    reciprocal: u64,
 }
 
 static GEOMETRY: [Geometry; SLOT_AREAS] = {
     let mut geometry = [Geometry {
         slot_bytes: 0,
         slots: 0,
+        reciprocal: 0,
     }; SLOT_AREAS];
     let mut area = 0;
     while area < SLOT_AREAS {
@@ -241,16 +245,34 @@ static GEOMETRY: [Geometry; SLOT_AREAS] = {
         geometry[area] = Geometry {
             slot_bytes: bytes as u32,
             slots: (SLAB_BYTES / bytes) as u32,
+            reciprocal: (1u64 << 32).div_ceil(bytes as u64),
         };
         area += 1;
     }
     geometry
 };
 
+/// `within / slot_bytes(area)` for an offset `within < SLAB_BYTES`, by a multiplication: with
+/// `r = ceil(2^32 / d) = (2^32 + e) / d`, the product exceeds `within / d` by
+/// `within * e / (d * 2^32)`, below the `1 / d` a quotient's fraction leaves free when
+/// `SLAB_BYTES * e < 2^32` (asserted below for every area).
+#[inline(always)]
+fn slot_index(area: usize, within: usize) -> usize {
+    ((within as u64 * GEOMETRY[area].reciprocal) >> 32) as usize
+}
+
 const _: () = {
     let mut area = 0;
     while area < SLOT_AREAS {
         assert!(area_slot_bytes(area).is_multiple_of(1 << SLOT_ALIGN_SHIFT));
+        let geometry = GEOMETRY[area];
+        let excess = geometry.reciprocal * geometry.slot_bytes as u64 - (1 << 32);
+        assert!(
+            excess * (SLAB_BYTES as u64) < 1 << 32,
+            "slot_index is exact"
+        );
+        // The slab's order (`SlabMeta::order`) keeps an index and a step in 16 bits each.
+        assert!(geometry.slots <= 1 << 16);
         area += 1;
     }
 };
@@ -274,17 +296,26 @@ struct SlabMeta {
     free: *mut u8,
     /// Slots out of the slab.
     used: u32,
-    /// Slots at and above this index have not been handed out since the slab started.
+    /// Slots at and above this index have not been handed out since the slab started (in
+    /// secure mode's random order, see `order`: the number handed out of that order).
     fresh: u32,
     /// The next slab in its list (index plus one; 0: none).
     next: u32,
     /// The previous slab in the partial list (index plus one; 0: none).
     prev: u32,
     /// Secure mode: every slot of the slab ends with a canary word (see
-    /// [`Slabs::shuffle_fresh`]); set once, under the lock, before any slot is handed out, and
-    /// read without it by [`usable_bytes_checked`].
+    /// [`Slabs::order_fresh`]); set once, under the lock, before any slot is handed out, and
+    /// read without it by [`checked_slot_bytes`].
     canaries: AtomicU32,
+    /// Secure mode: the random order of the fresh slots (see [`Slabs::order_fresh`]), the
+    /// step in the high 16 bits and the next slot's index in the low; 0: address order.
+    order: u32,
 }
+
+const _: () = assert!(
+    core::mem::size_of::<SlabMeta>() == 32,
+    "the order fits the padding"
+);
 
 /// One arena's lists of one area's slabs.
 struct Area {
@@ -332,8 +363,8 @@ pub(crate) fn is_slot_start(ptr: NonNull<u8>) -> bool {
         return false;
     }
     let within = ptr.as_ptr().addr() & (SLAB_BYTES - 1);
-    let size = slot_bytes(area);
-    within.is_multiple_of(size) && within / size < slots(area) as usize
+    let index = slot_index(area, within);
+    index * slot_bytes(area) == within && index < slots(area) as usize
 }
 
 /// What a guarded slot's last word holds: the secret mixed with the word's address.
@@ -342,22 +373,26 @@ fn canary(word: *const usize) -> usize {
 }
 
 /// The bytes a guarded slot keeps at its end for its canary (secure mode, see
-/// [`Slabs::shuffle_fresh`]).
+/// [`Slabs::order_fresh`]).
 pub(crate) const CANARY_BYTES: usize = core::mem::size_of::<usize>();
 
 /// The smallest guarded slot: a free slot's first two words hold its link and its mark, so the
 /// canary needs a third.
 const GUARDED_MIN_BYTES: usize = 32;
 
-/// The bytes and the canary word of slot `slot` if its slab's slots are guarded (secure
-/// mode); `None` for a slot of any other slab. Reads the table without the lock: a slab's
-/// flag is set once, before any of its slots is handed out.
-fn canary_of(slot: NonNull<u8>) -> Option<(usize, *mut usize)> {
-    let offset = slot
-        .as_ptr()
-        .addr()
-        .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed));
-    let (area, index) = (
+/// The offset of `ptr` from the region's start (modulo `2^64`).
+#[inline(always)]
+fn region_offset(ptr: *mut u8) -> usize {
+    ptr.addr()
+        .wrapping_add(BASE_NEGATED.load(Ordering::Relaxed))
+}
+
+/// Whether the slab of slot `slot`, at region offset `offset`, is guarded (secure mode: its
+/// slots end with a canary). Reads the table without the lock: a slab's flag is set once,
+/// before any of its slots is handed out.
+#[inline(always)]
+fn is_guarded(slot: NonNull<u8>, offset: usize) -> bool {
+    let (area, slab) = (
         offset >> STRIDE_SHIFT,
         (offset & (STRIDE - 1)) >> SLAB_SHIFT,
     );
@@ -367,43 +402,59 @@ fn canary_of(slot: NonNull<u8>) -> Option<(usize, *mut usize)> {
         .wrapping_add(SLOT_AREAS * STRIDE)
         .cast::<SlabMeta>();
     // SAFETY: the slot lies in a started slab, whose metadata row is committed.
-    let guarded = unsafe { &(*table.wrapping_add(index * SLOT_AREAS + area)).canaries };
-    if guarded.load(Ordering::Relaxed) == 0 {
-        return None;
+    unsafe {
+        (*table.wrapping_add(slab * SLOT_AREAS + area))
+            .canaries
+            .load(Ordering::Relaxed)
+            != 0
     }
-    let size = slot_bytes(area);
-    Some((size, slot.as_ptr().wrapping_add(size - CANARY_BYTES).cast()))
 }
 
 /// The bytes slot `slot` (a pointer into a slot area) holds for its program: its size, less
 /// its canary in a guarded slab (secure mode only: the default build reads no table here).
 pub(crate) fn usable_bytes(slot: NonNull<u8>) -> usize {
-    let guarded = if config::secure() {
-        canary_of(slot)
+    let offset = region_offset(slot.as_ptr());
+    let size = slot_bytes(offset >> STRIDE_SHIFT);
+    if config::secure() && is_guarded(slot, offset) {
+        size - CANARY_BYTES
     } else {
-        None
-    };
-    match guarded {
-        Some((size, _)) => size - CANARY_BYTES,
-        None => slot_bytes(area_of(slot.as_ptr())),
+        size
     }
 }
 
-/// Secure mode's [`usable_bytes`] of a slot being freed, `slot` a slot start: reports an
-/// overflow past it if its slab is guarded and its canary changed (one look-up of the slab's
-/// flag for both). An overflow runs from the slot's end, so it changes the canary first; an
-/// underflow into the slot below changes that slot's canary, found when it is freed.
-pub(crate) fn usable_bytes_checked(slot: NonNull<u8>) -> usize {
-    match canary_of(slot) {
-        Some((size, word)) => {
-            // SAFETY: the canary word lies in the slot, in a committed slab.
-            if unsafe { word.read() } != canary(word) {
-                crate::fault::overflow(slot.as_ptr(), size - CANARY_BYTES);
-            }
-            size - CANARY_BYTES
-        }
-        None => slot_bytes(area_of(slot.as_ptr())),
+/// Secure mode's check of a pointer passed to `free`: `None` when it lies in no slot area;
+/// for a slot, its usable bytes (as [`usable_bytes`]) once it is known to start a slot of its
+/// slab, and, in a guarded slab, to end with its canary unchanged; otherwise the fault is
+/// reported (an interior or misaligned pointer, an overflow past the slot). The region offset,
+/// the slab and the slot's index are computed once for all three tests, and the start test
+/// takes a multiplication, not a division. An overflow runs from the slot's end, so it changes
+/// the canary first; an underflow into the slot below changes that slot's canary, found when
+/// it is freed.
+#[inline(always)]
+pub(crate) fn checked_slot_bytes(slot: NonNull<u8>) -> Option<usize> {
+    let offset = region_offset(slot.as_ptr());
+    let area = offset >> STRIDE_SHIFT;
+    if area >= SLOT_AREAS {
+        return None;
     }
+    let within = offset & (SLAB_BYTES - 1);
+    let size = slot_bytes(area);
+    let index = slot_index(area, within);
+    if index * size != within || index >= slots(area) as usize {
+        crate::fault::invalid_pointer("free", slot.as_ptr());
+    }
+    if !is_guarded(slot, offset) {
+        return Some(size);
+    }
+    let word = slot
+        .as_ptr()
+        .wrapping_add(size - CANARY_BYTES)
+        .cast::<usize>();
+    // SAFETY: the canary word lies in the slot, in a committed slab.
+    if unsafe { word.read() } != canary(word) {
+        crate::fault::overflow(slot.as_ptr(), size - CANARY_BYTES);
+    }
+    Some(size - CANARY_BYTES)
 }
 
 /// Whether `next`, a link read from a free slot of the slab at `slab`, is null or a slot start
@@ -413,6 +464,46 @@ pub(crate) fn usable_bytes_checked(slot: NonNull<u8>) -> usize {
 fn in_slab(next: *mut u8, slab: NonNull<u8>, size: usize) -> bool {
     let offset = next.addr().wrapping_sub(slab.as_ptr().addr());
     next.is_null() || (offset < SLAB_BYTES && offset.is_multiple_of(size))
+}
+
+/// Secure mode: links the next `run` fresh slots of the slab at `slab` (of area `area`, whose
+/// metadata is `meta`) in the slab's random order (see [`Slabs::order_fresh`]) onto the list
+/// `head`, each with its canary if the slab is guarded; returns the list's new head.
+///
+/// # Safety
+/// The slab is started, its order drawn, `run` at most its fresh slots; the lock is held.
+unsafe fn take_in_order(
+    meta: &mut SlabMeta,
+    slab: NonNull<u8>,
+    area: usize,
+    run: u32,
+    mut head: *mut u8,
+) -> *mut u8 {
+    let (size, count) = (slot_bytes(area), slots(area) as usize);
+    let guarded = meta.canaries.load(Ordering::Relaxed) != 0;
+    let step = (meta.order >> 16) as usize;
+    let mut at = (meta.order & 0xFFFF) as usize;
+    for _ in 0..run {
+        // SAFETY: `at < count`: the slot lies in the slab, and is fresh, so nobody's.
+        unsafe {
+            let slot = slab.add(at * size);
+            if guarded {
+                let word = slot.add(size - CANARY_BYTES).cast::<usize>();
+                word.write(canary(word.as_ptr()));
+            }
+            link::set(slot, head);
+            head = slot.as_ptr();
+        }
+        // `step <= count`: one subtraction brings the index back below the count.
+        at += step;
+        if at >= count {
+            at -= count;
+        }
+    }
+    meta.order = (step as u32) << 16 | at as u32;
+    meta.fresh += run;
+    meta.used += run;
+    head
 }
 
 /// A random step in `1..=count` that shares no factor with `count` (so below it, but for 1).
@@ -599,7 +690,7 @@ impl Slabs {
             let slab = slab(area, index);
             if config::secure() {
                 // SAFETY: `index` names a started slab; the lock is held.
-                unsafe { self.shuffle_fresh(area, index) };
+                unsafe { self.order_fresh(area, index) };
             }
             // SAFETY: `index` names a started slab, whose metadata and slots are committed;
             // the lock is held, and its free-listed and fresh slots are nobody's.
@@ -620,7 +711,10 @@ impl Slabs {
                 }
                 // Fresh slots in address order: the list runs up the slab.
                 let run = (count - taken).min(slots - meta.fresh);
-                if run > 0 {
+                if run > 0 && meta.order != 0 {
+                    head = take_in_order(meta, slab, area, run, head);
+                    taken += run;
+                } else if run > 0 {
                     let first = slab.add(meta.fresh as usize * size);
                     let mut slot = first;
                     for _ in 1..run {
@@ -718,13 +812,42 @@ impl Slabs {
         }
     }
 
+    /// Secure mode: draws the random order in which a slab that starts hands out its slots
+    /// (the order `start + k * step` modulo their count for a random start and a random step
+    /// prime to the count, which visits each once), kept as its next index and step
+    /// ([`SlabMeta::order`]), so that a program cannot predict which slot neighbours which.
+    /// The slots are visited as they are handed out ([`take_in_order`]), which writes each
+    /// one's canary then: no slot is touched before it is used, and a refill follows no links
+    /// through a cold slab. A slab whose first slots were handed out before secure mode was
+    /// on has its other slots shuffled onto its free list at once ([`Slabs::shuffle_fresh`]).
+    ///
+    /// # Safety
+    /// The slab is started and the lock held.
+    unsafe fn order_fresh(&mut self, area: usize, index: usize) {
+        // SAFETY: forwarded from the caller.
+        let meta = unsafe { &mut *meta_of(area, index) };
+        if meta.fresh != 0 {
+            if meta.order == 0 {
+                // SAFETY: forwarded from the caller.
+                unsafe { self.shuffle_fresh(area, index) };
+            }
+            return;
+        }
+        let count = slots(area) as usize;
+        if slot_bytes(area) >= GUARDED_MIN_BYTES {
+            meta.canaries.store(1, Ordering::Relaxed);
+        }
+        let start = (config::random() % count as u64) as u32;
+        meta.order = (step_prime_to(count) as u32) << 16 | start;
+    }
+
     /// Secure mode: puts the slots of slab `index` of `area` not yet handed out on its free
     /// list in a random order, so that a program cannot predict which slot neighbours which:
     /// the order `start + k * step` (modulo their count) for a random start and a random step
     /// prime to the count, which visits each once. Each gets a canary ([`canary`]) in its last
     /// word (slots of at least [`GUARDED_MIN_BYTES`]), which secure mode's requests leave
     /// unused (see `size_class::guarded_list_of_request`), so that an overflow past a slot is
-    /// found when the slot is freed ([`usable_bytes_checked`]). A slab is marked guarded only when
+    /// found when the slot is freed ([`checked_slot_bytes`]). A slab is marked guarded only when
     /// it starts (its first slots handed out before secure mode was on have no canary).
     ///
     /// # Safety
@@ -748,8 +871,15 @@ impl Slabs {
             let start = (config::random() % count as u64) as usize;
             let step = step_prime_to(count);
             let mut head = meta.free;
-            for k in 0..count {
-                let slot = slab.add((from + (start + k * step) % count) * size);
+            // `start + k * step` modulo `count`, by steps: `step <= count`, so one subtraction
+            // brings each back below `count`, where a division a slot took 20 to 40 cycles.
+            let mut at = start;
+            for _ in 0..count {
+                let slot = slab.add((from + at) * size);
+                at += step;
+                if at >= count {
+                    at -= count;
+                }
                 if guarded {
                     let word = slot.add(size - CANARY_BYTES).cast::<usize>();
                     word.write(canary(word.as_ptr()));
