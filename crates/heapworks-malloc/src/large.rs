@@ -258,12 +258,12 @@ unsafe fn quarantine_guarded(block: NonNull<u8>, mapping: Mapping) {
         mark_header(block, FREED);
         let before = header_page.as_ptr().addr() - mapping.base.as_ptr().addr();
         if before > 0 {
-            os::protect_none(mapping.base, before);
+            seal(mapping.base, before);
         }
         let after = header_page.add(PAGE);
         let end = mapping.base.as_ptr().addr() + mapping.len;
         if end > after.as_ptr().addr() {
-            os::protect_none(after, end - after.as_ptr().addr());
+            seal(after, end - after.as_ptr().addr());
         }
     }
     let replaced = {
@@ -276,6 +276,21 @@ unsafe fn quarantine_guarded(block: NonNull<u8>, mapping: Mapping) {
         bump(&COUNTERS.large_unmaps);
         // SAFETY: the held mapping was the freed block's alone.
         unsafe { os::unmap(old.base, old.len) };
+    }
+}
+
+/// Gives a held block's pages back to the OS and makes them inaccessible: a held mapping keeps
+/// only its header page resident (without the discard, 16 held blocks of 40 MiB that had been
+/// written kept 640 MiB resident).
+///
+/// # Safety
+/// The range is page-aligned, inside a freed guarded block's mapping, and holds nothing anyone
+/// may use.
+unsafe fn seal(addr: NonNull<u8>, len: usize) {
+    // SAFETY: forwarded from the caller; the mapping is still read-write when discarded.
+    unsafe {
+        os::discard(addr, len);
+        os::protect_none(addr, len);
     }
 }
 
