@@ -362,7 +362,13 @@ pub(crate) fn is_slot_start(ptr: NonNull<u8>) -> bool {
     if area >= SLOT_AREAS {
         return false;
     }
-    let within = ptr.as_ptr().addr() & (SLAB_BYTES - 1);
+    starts_slot(area, ptr.as_ptr().addr() & (SLAB_BYTES - 1))
+}
+
+/// Whether offset `within` of a slab of area `area` is where one of its slots starts: a
+/// multiple of the slot size (by [`slot_index`]'s multiplication) below the last slot's end.
+#[inline(always)]
+fn starts_slot(area: usize, within: usize) -> bool {
     let index = slot_index(area, within);
     index * slot_bytes(area) == within && index < slots(area) as usize
 }
@@ -437,12 +443,10 @@ pub(crate) fn checked_slot_bytes(slot: NonNull<u8>) -> Option<usize> {
     if area >= SLOT_AREAS {
         return None;
     }
-    let within = offset & (SLAB_BYTES - 1);
-    let size = slot_bytes(area);
-    let index = slot_index(area, within);
-    if index * size != within || index >= slots(area) as usize {
+    if !starts_slot(area, offset & (SLAB_BYTES - 1)) {
         crate::fault::invalid_pointer("free", slot.as_ptr());
     }
+    let size = slot_bytes(area);
     if !is_guarded(slot, offset) {
         return Some(size);
     }
