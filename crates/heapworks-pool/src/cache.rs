@@ -1,9 +1,11 @@
 //! The cache of returned buffers: sharded lists per size class, a byte budget, LRU eviction
 //! and idle release.
 //!
-//! Layout: `shards × classes` slots, each a mutex around a deque of cached regions in the order
-//! they were returned (oldest at the front), plus the oldest and newest entries' return stamps
-//! in atomics (`EMPTY` when the deque is empty) that can be read without the lock. A thread
+//! Layout: `shards × classes` slots, each a mutex around a list of cached regions (boxed
+//! entries) in the order they were returned (oldest first; a hit and a return work at its end,
+//! eviction, rarer and paying an `munmap` anyway, shifts it from the front), plus the oldest
+//! and newest entries' return stamps in atomics (`EMPTY` when the list is empty) that can be
+//! read without the lock. A thread
 //! has a home shard (assigned round-robin on its first call): it returns buffers to its home
 //! shard and takes from it first, then from the other shards. A take names a range of classes
 //! and gets the most recently returned region among their slots in a shard (the largest
@@ -27,7 +29,6 @@
 //! than the idle time are released by [`Cache::release_idle`] and by a sweep that a return
 //! triggers at most every half idle time.
 
-use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, MutexGuard, PoisonError};
@@ -73,16 +74,34 @@ struct Slot {
 #[derive(Default)]
 struct List {
     /// Oldest return first.
-    entries: VecDeque<Entry>,
+    entries: Vec<Box<Entry>>,
     hits: u64,
     hit_bytes: u64,
 }
 
-struct Entry {
-    region: Region,
+/// A pooled region and what the cache knows of it. Boxed, so that a buffer and the cache
+/// hand it to each other as one pointer: it is made with the region (a miss) and freed with
+/// it (an eviction, or a return the pool does not cache).
+pub(crate) struct Entry {
+    pub region: Region,
+    /// The class the region goes back under (the one it was made for).
+    pub class: usize,
+    /// Its last return's stamp (meaningful while cached).
     stamp: u64,
-    /// Nanoseconds since the cache's epoch when returned (0 when idle release is off).
+    /// Nanoseconds since the cache's epoch at its last return (0 when idle release is off).
     returned_ns: u64,
+}
+
+impl Entry {
+    /// A fresh region of class `class`, to be handed out.
+    pub fn new(region: Region, class: usize) -> Box<Self> {
+        Box::new(Self {
+            region,
+            class,
+            stamp: EMPTY,
+            returned_ns: 0,
+        })
+    }
 }
 
 /// What the cache has counted.
@@ -105,13 +124,77 @@ impl Slot {
         self.list.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The newest region, counted as a hit for a request of `len` bytes; `None` if the slot
+    /// is empty.
+    #[inline]
+    fn pop_newest(&self, len: usize) -> Option<Box<Entry>> {
+        let mut list = self.lock();
+        let entry = list.entries.pop()?;
+        list.hits += 1;
+        list.hit_bytes += len as u64;
+        let newest = list.entries.last().map_or(EMPTY, |e| e.stamp);
+        self.newest.store(newest, Relaxed);
+        if newest == EMPTY {
+            self.oldest.store(EMPTY, Relaxed);
+        }
+        Some(entry)
+    }
+
+    /// Appends `region` as the newest entry, stamped from `clock` under the lock (so that
+    /// the list stays in stamp order).
+    #[inline]
+    fn push_newest(&self, mut entry: Box<Entry>, returned_ns: u64, clock: &AtomicU64) {
+        entry.returned_ns = returned_ns;
+        let mut list = self.lock();
+        let stamp = clock.fetch_add(1, Relaxed);
+        if list.entries.is_empty() {
+            self.oldest.store(stamp, Relaxed);
+        }
+        self.newest.store(stamp, Relaxed);
+        entry.stamp = stamp;
+        list.entries.push(entry);
+    }
+
     /// Refreshes `oldest` and `newest` from the list (called with the lock held).
     fn note_ends(&self, list: &List) {
-        let oldest = list.entries.front().map_or(EMPTY, |e| e.stamp);
-        let newest = list.entries.back().map_or(EMPTY, |e| e.stamp);
+        let oldest = list.entries.first().map_or(EMPTY, |e| e.stamp);
+        let newest = list.entries.last().map_or(EMPTY, |e| e.stamp);
         self.oldest.store(oldest, Relaxed);
         self.newest.store(newest, Relaxed);
     }
+}
+
+impl Shard {
+    /// The most recently returned region of the slots of `classes` (cut to the shard's
+    /// slots), with its class, counted as a hit; `None` when they are all empty. A slot
+    /// emptied between the look (without locks) and the lock is skipped on the next look.
+    #[inline(always)]
+    fn take_newest(&self, classes: Range<usize>, len: usize) -> Option<Box<Entry>> {
+        let first = classes.start.min(self.slots.len());
+        let candidates = &self.slots[first..classes.end.min(self.slots.len())];
+        loop {
+            let at = newest_index(candidates)?;
+            if let Some(entry) = candidates[at].pop_newest(len) {
+                return Some(entry);
+            }
+        }
+    }
+}
+
+/// The index of the slot with the newest entry among `slots`; `None` if all are empty.
+#[inline]
+fn newest_index(slots: &[Slot]) -> Option<usize> {
+    // `EMPTY` is `u64::MAX`, so `stamp + 1` wraps it to 0, below every real stamp.
+    let mut newest = 0;
+    let mut at = 0;
+    for (index, slot) in slots.iter().enumerate() {
+        let key = slot.newest.load(Relaxed).wrapping_add(1);
+        if key > newest {
+            newest = key;
+            at = index;
+        }
+    }
+    (newest != 0).then_some(at)
 }
 
 impl Cache {
@@ -162,34 +245,32 @@ impl Cache {
     }
 
     /// For a request of `len` bytes, the most recently returned region of any class in
-    /// `classes` (shard by shard from the home shard) with its class, counted as a hit; `None`
-    /// when every one of those slots is empty.
-    pub fn take(&self, classes: Range<usize>, len: usize) -> Option<(Region, usize)> {
+    /// `classes` (in the home shard, then shard by shard after it) with its class, counted as
+    /// a hit; `None` when every one of those slots is empty. The home shard's look is the hit
+    /// path: its slots' newest stamps, then one slot's lock.
+    #[inline]
+    pub fn take(&self, classes: Range<usize>, len: usize) -> Option<Box<Entry>> {
         let home = self.home();
+        let hit = match self.shards[home].take_newest(classes.clone(), len) {
+            Some(hit) => hit,
+            None => self.take_from_other_shards(home, classes, len)?,
+        };
+        self.reserved.fetch_sub(hit.region.capacity(), Relaxed);
+        Some(hit)
+    }
+
+    /// [`take`](Self::take) in the shards after `home`.
+    #[cold]
+    #[inline(never)]
+    fn take_from_other_shards(
+        &self,
+        home: usize,
+        classes: Range<usize>,
+        len: usize,
+    ) -> Option<Box<Entry>> {
         let mask = self.shards.len() - 1;
-        for step in 0..self.shards.len() {
-            let slots = &self.shards[(home + step) & mask].slots;
-            let candidates = &slots[classes.start.min(slots.len())..classes.end.min(slots.len())];
-            // A slot emptied between the look and the lock is skipped on the next look.
-            while let Some((index, slot)) = candidates
-                .iter()
-                .enumerate()
-                .filter(|(_, slot)| slot.newest.load(Relaxed) != EMPTY)
-                .max_by_key(|(_, slot)| slot.newest.load(Relaxed))
-            {
-                let mut list = slot.lock();
-                let Some(entry) = list.entries.pop_back() else {
-                    continue;
-                };
-                list.hits += 1;
-                list.hit_bytes += len as u64;
-                slot.note_ends(&list);
-                drop(list);
-                self.reserved.fetch_sub(entry.region.capacity(), Relaxed);
-                return Some((entry.region, classes.start + index));
-            }
-        }
-        None
+        (1..self.shards.len())
+            .find_map(|step| self.shards[(home + step) & mask].take_newest(classes.clone(), len))
     }
 
     /// Counts a request of `len` bytes served by a fresh region.
@@ -199,36 +280,36 @@ impl Cache {
         shard.missed_bytes.fetch_add(len as u64, Relaxed);
     }
 
-    /// Caches `region` in `class`, evicting least recently returned regions to stay within
-    /// the budget, or releases it when it cannot be cached.
-    pub fn put(&self, class: usize, region: Region) {
+    /// Caches `entry`'s region under its class, evicting least recently returned regions to
+    /// stay within the budget, or releases it when it cannot be cached.
+    #[inline]
+    pub fn put(&self, entry: Box<Entry>) {
         let returned_ns = match self.idle {
-            Some(idle) => {
-                let now = self.now_ns();
-                self.sweep_if_due(now, idle);
-                now
-            }
+            Some(idle) => self.now_sweeping(idle),
             None => 0,
         };
-        self.put_at(class, region, returned_ns);
+        self.put_at(entry, returned_ns);
     }
 
-    fn put_at(&self, class: usize, region: Region, returned_ns: u64) {
-        if !self.reserve(region.capacity()) {
-            return; // `region` is released here
+    /// The time of a return (nanoseconds since the epoch), after sweeping idle regions if due.
+    #[inline(never)]
+    fn now_sweeping(&self, idle: Duration) -> u64 {
+        let now = self.now_ns();
+        self.sweep_if_due(now, idle);
+        now
+    }
+
+    #[inline]
+    fn put_at(&self, entry: Box<Entry>, returned_ns: u64) {
+        if !self.reserve(entry.region.capacity()) {
+            return; // `entry` and its region are released here
         }
-        let slot = &self.shards[self.home()].slots[class];
-        let mut list = slot.lock();
-        let stamp = self.clock.fetch_add(1, Relaxed);
-        list.entries.push_back(Entry {
-            region,
-            stamp,
-            returned_ns,
-        });
-        slot.note_ends(&list);
+        let slot = &self.shards[self.home()].slots[entry.class];
+        slot.push_newest(entry, returned_ns, &self.clock);
     }
 
     /// Reserves `bytes` within the budget, evicting as needed; false if they cannot fit.
+    #[inline]
     fn reserve(&self, bytes: usize) -> bool {
         if bytes > self.budget {
             return false;
@@ -259,6 +340,8 @@ impl Cache {
     }
 
     /// Releases the least recently returned region of any class; false if none is cached.
+    #[cold]
+    #[inline(never)]
     fn evict_oldest(&self) -> bool {
         loop {
             let oldest = self
@@ -272,9 +355,10 @@ impl Cache {
                 return false;
             };
             let mut list = slot.lock();
-            let Some(entry) = list.entries.pop_front() else {
+            if list.entries.is_empty() {
                 continue; // taken meanwhile: look again
-            };
+            }
+            let entry = list.entries.remove(0);
             slot.note_ends(&list);
             drop(list);
             self.reserved.fetch_sub(entry.region.capacity(), Relaxed);
@@ -336,7 +420,7 @@ impl Cache {
             }
             let mut list = slot.lock();
             let count = list.entries.iter().take_while(|e| expired(e)).count();
-            let gone: Vec<Entry> = list.entries.drain(..count).collect();
+            let gone: Vec<Box<Entry>> = list.entries.drain(..count).collect();
             slot.note_ends(&list);
             drop(list);
             let bytes: usize = gone.iter().map(|e| e.region.capacity()).sum();
@@ -402,14 +486,14 @@ mod tests {
     #[test]
     fn eviction_follows_return_order_across_classes() {
         let cache = cache(1000);
-        cache.put_at(0, region(100), 0);
-        cache.put_at(3, region(200), 0);
-        cache.put_at(1, region(300), 0);
-        cache.put_at(0, region(101), 0);
+        cache.put_at(Entry::new(region(100), 0), 0);
+        cache.put_at(Entry::new(region(200), 3), 0);
+        cache.put_at(Entry::new(region(300), 1), 0);
+        cache.put_at(Entry::new(region(101), 0), 0);
         assert_eq!(cache.lru_order(), [100, 200, 300, 101]);
-        cache.put_at(2, region(350), 0); // 1051 > 1000: the oldest (100) goes
+        cache.put_at(Entry::new(region(350), 2), 0); // 1051 > 1000: the oldest (100) goes
         assert_eq!(cache.lru_order(), [200, 300, 101, 350]);
-        cache.put_at(2, region(450), 0); // 1401: 200 and 300 go
+        cache.put_at(Entry::new(region(450), 2), 0); // 1401: 200 and 300 go
         assert_eq!(cache.lru_order(), [101, 350, 450]);
         let counts = cache.counts();
         assert_eq!(counts.evictions, 3);
@@ -420,12 +504,12 @@ mod tests {
     #[test]
     fn a_hit_takes_the_most_recent_of_its_classes_and_refreshes_nothing_else() {
         let cache = cache(1000);
-        cache.put_at(0, region(100), 0);
-        cache.put_at(0, region(110), 0);
-        cache.put_at(1, region(120), 0);
-        cache.put_at(4, region(130), 0);
+        cache.put_at(Entry::new(region(100), 0), 0);
+        cache.put_at(Entry::new(region(110), 0), 0);
+        cache.put_at(Entry::new(region(120), 1), 0);
+        cache.put_at(Entry::new(region(130), 4), 0);
         let capacity_and_class =
-            |taken: Option<(Region, usize)>| taken.map(|(r, c)| (r.capacity(), c));
+            |taken: Option<Box<Entry>>| taken.map(|e| (e.region.capacity(), e.class));
         // The most recent of classes 0 and 1 is class 1's; class 4 is out of range.
         assert_eq!(capacity_and_class(cache.take(0..2, 90)), Some((120, 1)));
         assert_eq!(capacity_and_class(cache.take(0..1, 90)), Some((110, 0)));
@@ -439,11 +523,11 @@ mod tests {
     #[test]
     fn regions_larger_than_the_budget_are_never_cached() {
         let cache = cache(1000);
-        cache.put_at(0, region(600), 0);
-        cache.put_at(1, region(1001), 0);
+        cache.put_at(Entry::new(region(600), 0), 0);
+        cache.put_at(Entry::new(region(1001), 1), 0);
         assert_eq!(cache.lru_order(), [600]);
         let nothing = self::cache(0);
-        nothing.put_at(0, region(64), 0);
+        nothing.put_at(Entry::new(region(64), 0), 0);
         assert_eq!(nothing.counts().buffers_cached, 0);
         assert_eq!(nothing.counts().peak_bytes_cached, 0);
     }
@@ -451,10 +535,10 @@ mod tests {
     #[test]
     fn idle_release_takes_only_regions_returned_before_the_cutoff() {
         let cache = cache(10_000);
-        cache.put_at(0, region(100), 5);
-        cache.put_at(1, region(200), 10);
-        cache.put_at(0, region(300), 20);
-        cache.put_at(2, region(400), 30);
+        cache.put_at(Entry::new(region(100), 0), 5);
+        cache.put_at(Entry::new(region(200), 1), 10);
+        cache.put_at(Entry::new(region(300), 0), 20);
+        cache.put_at(Entry::new(region(400), 2), 30);
         assert_eq!(cache.release_returned_before(10), 2);
         assert_eq!(cache.lru_order(), [300, 400]);
         assert_eq!(cache.counts().idle_releases, 2);
@@ -467,7 +551,7 @@ mod tests {
     #[test]
     fn release_idle_is_a_no_op_without_an_idle_time() {
         let cache = Cache::new(8, 1, 10_000, None);
-        cache.put(0, region(100));
+        cache.put(Entry::new(region(100), 0));
         assert_eq!(cache.release_idle(), 0);
         assert_eq!(cache.counts().buffers_cached, 1);
     }

@@ -10,9 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::{Backend, Inline, Region, SharedMapping, SharedMemory, ShmHandle};
+use crate::backend::{Backend, Inline, SharedMapping, SharedMemory, ShmHandle};
 use crate::buffer::{Lease, PooledBuf, Uninit};
-use crate::cache::Cache;
+use crate::cache::{Cache, Entry};
 use crate::class::{Classes, ClassesPerDoubling};
 use crate::element::Element;
 use crate::error::PoolError;
@@ -126,13 +126,14 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
-    /// Takes back a buffer of class `class` (the one it was made or grown for): cached, or
-    /// released if the pool is closed or it does not fit.
-    pub(crate) fn give_back(&self, class: usize, region: Region) {
+    /// Takes back a buffer: cached under its class, or released if the pool is closed or it
+    /// does not fit.
+    #[inline]
+    pub(crate) fn give_back(&self, entry: Box<Entry>) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        self.cache.put(class, region);
+        self.cache.put(entry);
     }
 
     pub(crate) fn id(&self) -> u64 {
@@ -248,15 +249,15 @@ impl Pool {
             let from = class.index + doubling * per_doubling;
             shared.cache.take(from..from + per_doubling, len)
         });
-        let (region, filed_under) = match taken {
+        let entry = match taken {
             Some(hit) => hit,
             None => {
                 let region = shared.backend.allocate(class.size, zeroed)?;
                 shared.cache.count_miss(len);
-                (region, class.index)
+                Entry::new(region, class.index)
             }
         };
-        Ok(Lease::pooled(region, len, filed_under, Arc::clone(shared)))
+        Ok(Lease::pooled(entry, len, Arc::clone(shared)))
     }
 
     /// What the pool has done so far.
