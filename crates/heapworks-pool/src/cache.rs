@@ -245,32 +245,30 @@ impl Cache {
     }
 
     /// For a request of `len` bytes, the most recently returned region of any class in
-    /// `classes` (in the home shard, then shard by shard after it) with its class, counted as
-    /// a hit; `None` when every one of those slots is empty. The home shard's look is the hit
-    /// path: its slots' newest stamps, then one slot's lock.
-    #[inline]
+    /// `classes` (in the home shard, then shard by shard after it), counted as a hit; `None`
+    /// when every one of those slots is empty.
     pub fn take(&self, classes: Range<usize>, len: usize) -> Option<Box<Entry>> {
-        let home = self.home();
-        let hit = match self.shards[home].take_newest(classes.clone(), len) {
-            Some(hit) => hit,
-            None => self.take_from_other_shards(home, classes, len)?,
-        };
+        self.take_at_home(classes.clone(), len)
+            .or_else(|| self.take_elsewhere(classes, len))
+    }
+
+    /// [`take`](Self::take) in the calling thread's home shard only: the hit path, the
+    /// newest stamps of the slots of `classes`, then one slot's lock.
+    #[inline(always)]
+    pub fn take_at_home(&self, classes: Range<usize>, len: usize) -> Option<Box<Entry>> {
+        let hit = self.shards[self.home()].take_newest(classes, len)?;
         self.reserved.fetch_sub(hit.region.capacity(), Relaxed);
         Some(hit)
     }
 
-    /// [`take`](Self::take) in the shards after `home`.
-    #[cold]
-    #[inline(never)]
-    fn take_from_other_shards(
-        &self,
-        home: usize,
-        classes: Range<usize>,
-        len: usize,
-    ) -> Option<Box<Entry>> {
+    /// [`take`](Self::take) in the shards after the home shard.
+    pub fn take_elsewhere(&self, classes: Range<usize>, len: usize) -> Option<Box<Entry>> {
+        let home = self.home();
         let mask = self.shards.len() - 1;
-        (1..self.shards.len())
-            .find_map(|step| self.shards[(home + step) & mask].take_newest(classes.clone(), len))
+        let hit = (1..self.shards.len())
+            .find_map(|step| self.shards[(home + step) & mask].take_newest(classes.clone(), len))?;
+        self.reserved.fetch_sub(hit.region.capacity(), Relaxed);
+        Some(hit)
     }
 
     /// Counts a request of `len` bytes served by a fresh region.
