@@ -1,17 +1,23 @@
 //! The cache of returned buffers: sharded lists per size class, a byte budget, LRU eviction
 //! and idle release.
 //!
-//! Layout: `shards × classes` slots, each a mutex around a list of cached regions (boxed
-//! entries) in the order they were returned (oldest first; a hit and a return work at its end,
-//! eviction, rarer and paying an `munmap` anyway, shifts it from the front), plus the oldest
-//! and newest entries' return stamps in atomics (`EMPTY` when the list is empty) that can be
-//! read without the lock. A thread
-//! has a home shard (assigned round-robin on its first call): it returns buffers to its home
-//! shard and takes from it first, then from the other shards. A take names a range of classes
-//! and gets the most recently returned region among their slots in a shard (the largest
-//! newest stamp, read without locking; empty slots are skipped): the region whose memory is
-//! the most likely still in the CPU's caches. No lock is shared by all threads: the hit path
-//! takes one slot lock (more only when a slot empties under it or the home shard has none).
+//! Layout: per shard, a *hot* place holding the shard's most recent return (an atomic
+//! pointer to a boxed entry, null when empty), and one slot per class: a mutex around a list
+//! of the class's other cached regions (boxed entries) in stamp order (oldest first), plus the
+//! oldest and newest entries' stamps in atomics (`EMPTY` when the list is empty) that can be
+//! read without the lock. A thread has a home shard (assigned round-robin on its first call):
+//! it returns buffers to its home shard and takes from it first, then from the other shards.
+//!
+//! A return stamps its entry and swaps it into the hot place; the entry it replaces is filed
+//! in its class's list (inserted in stamp order: returns racing for the hot place may file
+//! out of order). A take names a range of classes and gets, in a shard, the hot entry if its
+//! class is in the range (it is the shard's newest), or else the most recently returned region
+//! among the range's slots (the largest newest stamp, read without locking; empty slots are
+//! skipped): the region whose memory is the most likely still in the CPU's caches. A buffer
+//! reused over and over thus goes through the hot place only: a swap on return, a load and a
+//! swap on the next take, no lock. No lock is shared by all threads; a take from the lists
+//! locks one slot (more only when a slot empties under it or the home shard has none).
+//! Eviction, draining and counting first file every hot entry in its list.
 //!
 //! Budget: `reserved` counts the bytes of every cached region plus those about to be cached.
 //! A return first reserves its bytes with a compare-and-swap that never lets `reserved` pass
@@ -21,16 +27,19 @@
 //! bytes cached ≤ reserved ≤ budget, and the recorded peak is the largest reservation. With a
 //! budget of 0 nothing is ever cached: the pool passes every buffer through.
 //!
-//! Stamps come from one counter incremented under the slot lock, so each deque is in stamp
-//! order and, on one thread, eviction follows exact LRU order across classes; with several
-//! threads returning at once it is LRU up to the races between those returns.
+//! Stamps come from one counter, so on one thread the hot entry is its shard's newest and
+//! eviction follows exact LRU order across classes; with several threads returning at once
+//! it is LRU up to the races between those returns.
 //!
 //! Idle release (when configured): each return records its time; regions returned longer ago
 //! than the idle time are released by [`Cache::release_idle`] and by a sweep that a return
 //! triggers at most every half idle time.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::ptr;
+use std::sync::atomic::{
+    AtomicPtr, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -58,9 +67,27 @@ pub(crate) struct Cache {
 }
 
 struct Shard {
+    /// The shard's most recent return, if no request has taken it yet (null if none): a
+    /// boxed entry owned by whoever swaps it out. Cached like the lists' entries (in the
+    /// budget, stamped), and newer than all of them but for racing returns.
+    hot: AtomicPtr<Entry>,
+    /// Hits served by `hot`, and the bytes they asked for.
+    hot_hits: AtomicU64,
+    hot_hit_bytes: AtomicU64,
     slots: Box<[Slot]>,
     misses: AtomicU64,
     missed_bytes: AtomicU64,
+}
+
+impl Drop for Shard {
+    fn drop(&mut self) {
+        let hot = *self.hot.get_mut();
+        if !hot.is_null() {
+            // SAFETY: a non-null `hot` came from `Box::into_raw` and is owned by the shard
+            // (nothing swapped it out); `&mut self` excludes every other access.
+            drop(unsafe { Box::from_raw(hot) });
+        }
+    }
 }
 
 struct Slot {
@@ -140,19 +167,16 @@ impl Slot {
         Some(entry)
     }
 
-    /// Appends `region` as the newest entry, stamped from `clock` under the lock (so that
-    /// the list stays in stamp order).
-    #[inline]
-    fn push_newest(&self, mut entry: Box<Entry>, returned_ns: u64, clock: &AtomicU64) {
-        entry.returned_ns = returned_ns;
+    /// Files a stamped entry in stamp order (from the back: usually its place).
+    fn insert(&self, entry: Box<Entry>) {
         let mut list = self.lock();
-        let stamp = clock.fetch_add(1, Relaxed);
-        if list.entries.is_empty() {
-            self.oldest.store(stamp, Relaxed);
-        }
-        self.newest.store(stamp, Relaxed);
-        entry.stamp = stamp;
-        list.entries.push(entry);
+        let at = list
+            .entries
+            .iter()
+            .rposition(|e| e.stamp < entry.stamp)
+            .map_or(0, |before| before + 1);
+        list.entries.insert(at, entry);
+        self.note_ends(&list);
     }
 
     /// Refreshes `oldest` and `newest` from the list (called with the lock held).
@@ -165,11 +189,78 @@ impl Slot {
 }
 
 impl Shard {
+    /// The shard's most recent return if its class is in `classes`, counted as a hit.
+    #[inline(always)]
+    fn take_hot(&self, classes: &Range<usize>, len: usize) -> Option<Box<Entry>> {
+        if self.hot.load(Relaxed).is_null() {
+            return None;
+        }
+        let hot = self.hot.swap(ptr::null_mut(), Acquire);
+        if hot.is_null() {
+            return None; // taken meanwhile
+        }
+        // SAFETY: a non-null `hot` came from `Box::into_raw` (see `put_hot`), and the swap
+        // made this thread its only owner.
+        let entry = unsafe { Box::from_raw(hot) };
+        if !classes.contains(&entry.class) {
+            self.restore_hot(entry);
+            return None;
+        }
+        self.hot_hits.fetch_add(1, Relaxed);
+        self.hot_hit_bytes.fetch_add(len as u64, Relaxed);
+        Some(entry)
+    }
+
+    /// Makes a stamped `entry` the shard's most recent return; the one it replaces (if any)
+    /// is filed in its class's list.
+    #[inline]
+    fn put_hot(&self, entry: Box<Entry>) {
+        let replaced = self.hot.swap(Box::into_raw(entry), Release);
+        if !replaced.is_null() {
+            // SAFETY: as in `take_hot`: the swap made this thread the owner of `replaced`.
+            self.file(unsafe { Box::from_raw(replaced) });
+        }
+    }
+
+    /// Puts back an entry taken from `hot` that the request could not use, or files it if
+    /// another return took its place meanwhile.
+    #[cold]
+    fn restore_hot(&self, entry: Box<Entry>) {
+        let entry = Box::into_raw(entry);
+        if let Err(_taken) = self
+            .hot
+            .compare_exchange(ptr::null_mut(), entry, Release, Relaxed)
+        {
+            // SAFETY: the exchange failed, so `entry` (from `into_raw` just above) is still
+            // this thread's alone.
+            self.file(unsafe { Box::from_raw(entry) });
+        }
+    }
+
+    /// Files `entry` in its class's list.
+    #[inline(never)]
+    fn file(&self, entry: Box<Entry>) {
+        self.slots[entry.class].insert(entry);
+    }
+
+    /// Files the shard's most recent return in its list, so that only the lists hold
+    /// entries (before eviction, draining and counting).
+    fn demote_hot(&self) {
+        let hot = self.hot.swap(ptr::null_mut(), Acquire);
+        if !hot.is_null() {
+            // SAFETY: as in `take_hot`.
+            self.file(unsafe { Box::from_raw(hot) });
+        }
+    }
+
     /// The most recently returned region of the slots of `classes` (cut to the shard's
     /// slots), with its class, counted as a hit; `None` when they are all empty. A slot
     /// emptied between the look (without locks) and the lock is skipped on the next look.
     #[inline(always)]
     fn take_newest(&self, classes: Range<usize>, len: usize) -> Option<Box<Entry>> {
+        if let Some(entry) = self.take_hot(&classes, len) {
+            return Some(entry);
+        }
         let first = classes.start.min(self.slots.len());
         let candidates = &self.slots[first..classes.end.min(self.slots.len())];
         loop {
@@ -203,6 +294,9 @@ impl Cache {
         debug_assert!(shards.is_power_of_two());
         let shards = (0..shards)
             .map(|_| Shard {
+                hot: AtomicPtr::new(ptr::null_mut()),
+                hot_hits: AtomicU64::new(0),
+                hot_hit_bytes: AtomicU64::new(0),
                 slots: (0..classes)
                     .map(|_| Slot {
                         list: Mutex::new(List::default()),
@@ -298,12 +392,20 @@ impl Cache {
     }
 
     #[inline]
-    fn put_at(&self, entry: Box<Entry>, returned_ns: u64) {
+    fn put_at(&self, mut entry: Box<Entry>, returned_ns: u64) {
         if !self.reserve(entry.region.capacity()) {
             return; // `entry` and its region are released here
         }
-        let slot = &self.shards[self.home()].slots[entry.class];
-        slot.push_newest(entry, returned_ns, &self.clock);
+        entry.returned_ns = returned_ns;
+        entry.stamp = self.clock.fetch_add(1, Relaxed);
+        self.shards[self.home()].put_hot(entry);
+    }
+
+    /// Files every shard's most recent return in its list.
+    fn demote_all_hot(&self) {
+        for shard in self.shards.iter() {
+            shard.demote_hot();
+        }
     }
 
     /// Reserves `bytes` within the budget, evicting as needed; false if they cannot fit.
@@ -341,6 +443,7 @@ impl Cache {
     #[cold]
     #[inline(never)]
     fn evict_oldest(&self) -> bool {
+        self.demote_all_hot();
         loop {
             let oldest = self
                 .shards
@@ -411,6 +514,7 @@ impl Cache {
 
     /// Releases the entries at the front of every list while `expired` holds for them.
     fn drain(&self, expired: impl Fn(&Entry) -> bool) -> usize {
+        self.demote_all_hot();
         let mut released = 0;
         for slot in self.shards.iter().flat_map(|shard| shard.slots.iter()) {
             if slot.oldest.load(Relaxed) == EMPTY {
@@ -440,6 +544,9 @@ impl Cache {
         for shard in self.shards.iter() {
             counts.misses += shard.misses.load(Relaxed);
             counts.bytes_handed_out += shard.missed_bytes.load(Relaxed);
+            counts.hits += shard.hot_hits.load(Relaxed);
+            counts.bytes_handed_out += shard.hot_hit_bytes.load(Relaxed);
+            counts.buffers_cached += usize::from(!shard.hot.load(Relaxed).is_null());
             for slot in shard.slots.iter() {
                 let list = slot.lock();
                 counts.hits += list.hits;
@@ -453,6 +560,7 @@ impl Cache {
     /// The capacities of the cached regions, least recently returned first.
     #[cfg(test)]
     fn lru_order(&self) -> Vec<usize> {
+        self.demote_all_hot();
         let mut entries: Vec<(u64, usize)> = Vec::new();
         for slot in self.shards.iter().flat_map(|shard| shard.slots.iter()) {
             let list = slot.lock();
@@ -516,6 +624,32 @@ mod tests {
         // A range running past the last class is cut to it.
         assert_eq!(capacity_and_class(cache.take(4..99, 90)), Some((130, 4)));
         assert_eq!(cache.counts().hits, 3);
+    }
+
+    #[test]
+    fn the_newest_return_waits_apart_and_the_others_in_stamp_order() {
+        let cache = cache(10_000);
+        for capacity in [100, 110, 120] {
+            cache.put_at(Entry::new(region(capacity), 0), 0);
+        }
+        // 120 waits apart (the shard's hot entry); a request of another class leaves it.
+        assert!(cache.take(1..2, 90).is_none());
+        assert_eq!(cache.counts().buffers_cached, 3);
+        let capacity = |taken: Option<Box<Entry>>| taken.map(|e| e.region.capacity());
+        assert_eq!(capacity(cache.take(0..1, 90)), Some(120));
+        assert_eq!(capacity(cache.take(0..1, 90)), Some(110));
+        // Entries filed out of order (returns racing for the hot place) still line up.
+        let slot = &cache.shards[0].slots[2];
+        for (capacity, stamp) in [(200, 50), (210, 70), (220, 60)] {
+            let mut entry = Entry::new(region(capacity), 2);
+            entry.stamp = stamp;
+            slot.insert(entry);
+        }
+        let stamps: Vec<u64> = slot.lock().entries.iter().map(|e| e.stamp).collect();
+        assert_eq!(stamps, [50, 60, 70]);
+        assert_eq!(slot.oldest.load(Relaxed), 50);
+        assert_eq!(slot.newest.load(Relaxed), 70);
+        assert_eq!(cache.counts().hits, 2);
     }
 
     #[test]
