@@ -38,7 +38,8 @@
 use std::ops::Range;
 use std::ptr;
 use std::sync::atomic::{
-    AtomicPtr, AtomicU64, AtomicUsize, Ordering::Acquire, Ordering::Relaxed, Ordering::Release,
+    AtomicPtr, AtomicU64, AtomicUsize, Ordering::AcqRel, Ordering::Acquire, Ordering::Relaxed,
+    Ordering::Release,
 };
 use std::sync::{Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
@@ -215,7 +216,7 @@ impl Shard {
     /// is filed in its class's list.
     #[inline]
     fn put_hot(&self, entry: Box<Entry>) {
-        let replaced = self.hot.swap(Box::into_raw(entry), Release);
+        let replaced = self.hot.swap(Box::into_raw(entry), AcqRel);
         if !replaced.is_null() {
             // SAFETY: as in `take_hot`: the swap made this thread the owner of `replaced`.
             self.file(unsafe { Box::from_raw(replaced) });
