@@ -101,7 +101,9 @@ struct Slot {
 
 #[derive(Default)]
 struct List {
-    /// Oldest return first.
+    /// Oldest return first. Boxed: an entry moves between the cache and a buffer as one
+    /// pointer, and is made and freed only with its region.
+    #[allow(clippy::vec_box)]
     entries: Vec<Box<Entry>>,
     hits: u64,
     hit_bytes: u64,
