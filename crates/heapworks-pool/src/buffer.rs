@@ -28,7 +28,9 @@ use crate::pool::Shared;
 ///
 /// Plain fields rather than an enum with payloads: the pass-through path writes and reads
 /// each at its own width (an enum's byte-wide payload written and then read back as a word
-/// stalled store forwarding, twice per tiny buffer).
+/// stalled store forwarding, twice per tiny buffer). The small fields are 32-bit, not bytes:
+/// a lease moves through `Result` and the buffer types, and byte fields were copied one by
+/// one. A pooled region travels boxed with its class (one pointer).
 pub(crate) struct Lease {
     /// The first byte (dangling and 64-byte aligned for an empty buffer).
     ptr: NonNull<u8>,
