@@ -19,7 +19,8 @@ use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
 use std::sync::Arc;
 
-use crate::backend::{heap, Region, ShmHandle};
+use crate::backend::{heap, ShmHandle};
+use crate::cache::Entry;
 use crate::element::Element;
 use crate::pool::Shared;
 
@@ -27,7 +28,9 @@ use crate::pool::Shared;
 ///
 /// Plain fields rather than an enum with payloads: the pass-through path writes and reads
 /// each at its own width (an enum's byte-wide payload written and then read back as a word
-/// stalled store forwarding, twice per tiny buffer).
+/// stalled store forwarding, twice per tiny buffer). The small fields are 32-bit, not bytes:
+/// a lease moves through `Result` and the buffer types, and byte fields were copied one by
+/// one. A pooled region travels boxed with its class (one pointer).
 pub(crate) struct Lease {
     /// The first byte (dangling and 64-byte aligned for an empty buffer).
     ptr: NonNull<u8>,
@@ -37,18 +40,17 @@ pub(crate) struct Lease {
     pooled: Option<Pooled>,
     /// For a block of the global allocator (a buffer too small to pool, exactly `len` bytes,
     /// freed on drop): how far into its allocation `ptr` is. [`NO_BLOCK`] otherwise.
-    block_offset: u8,
+    block_offset: u32,
     /// Whether the memory arrived all zeros (fresh pages, never written).
-    zeroed_on_arrival: bool,
+    zeroed_on_arrival: u32,
 }
 
 /// `block_offset` of a lease that holds no block (offsets are at most 48).
-const NO_BLOCK: u8 = u8::MAX;
+const NO_BLOCK: u32 = u32::MAX;
 
-/// A pooled region and its home.
+/// A pooled region (with its class, boxed: moved as one pointer) and its home.
 struct Pooled {
-    region: Region,
-    class: usize,
+    entry: Box<Entry>,
     pool: Arc<Shared>,
 }
 
@@ -63,7 +65,7 @@ impl Lease {
             len: 0,
             pooled: None,
             block_offset: NO_BLOCK,
-            zeroed_on_arrival: true,
+            zeroed_on_arrival: 1,
         }
     }
 
@@ -76,24 +78,21 @@ impl Lease {
             ptr,
             len,
             pooled: None,
-            block_offset: offset,
-            zeroed_on_arrival: zeroed,
+            block_offset: offset.into(),
+            zeroed_on_arrival: zeroed.into(),
         })
     }
 
-    /// A lease of `len` bytes of `region`, returned to class `class` of `pool` when dropped.
-    pub(crate) fn pooled(mut region: Region, len: usize, class: usize, pool: Arc<Shared>) -> Self {
-        debug_assert!(len <= region.capacity());
-        let zeroed_on_arrival = region.is_zeroed();
-        region.mark_dirty();
+    /// A lease of `len` bytes of `entry`'s region, returned to `pool` when dropped.
+    #[inline]
+    pub(crate) fn pooled(mut entry: Box<Entry>, len: usize, pool: Arc<Shared>) -> Self {
+        debug_assert!(len <= entry.region.capacity());
+        let zeroed_on_arrival = entry.region.is_zeroed().into();
+        entry.region.mark_dirty();
         Self {
-            ptr: region.ptr(),
+            ptr: entry.region.ptr(),
             len,
-            pooled: Some(Pooled {
-                region,
-                class,
-                pool,
-            }),
+            pooled: Some(Pooled { entry, pool }),
             block_offset: NO_BLOCK,
             zeroed_on_arrival,
         }
@@ -101,7 +100,7 @@ impl Lease {
 
     /// Zeroes the requested bytes unless the memory arrived zeroed.
     pub(crate) fn zero_if_dirty(&mut self) {
-        if !self.zeroed_on_arrival {
+        if self.zeroed_on_arrival == 0 {
             // SAFETY: the lease owns at least `len` bytes from `ptr`.
             unsafe { self.ptr.as_ptr().write_bytes(0, self.len) };
         }
@@ -110,7 +109,7 @@ impl Lease {
     /// Bytes of memory the lease holds.
     fn capacity(&self) -> usize {
         match &self.pooled {
-            Some(pooled) => pooled.region.capacity(),
+            Some(pooled) => pooled.entry.region.capacity(),
             None => self.len,
         }
     }
@@ -122,7 +121,7 @@ impl Drop for Lease {
         if self.block_offset != NO_BLOCK {
             // SAFETY: `heap::allocate` returned `ptr` and `block_offset` for `len` bytes, and
             // this lease, their only owner, releases them once, here.
-            unsafe { heap::release(self.ptr, self.len, self.block_offset) };
+            unsafe { heap::release(self.ptr, self.len, self.block_offset as u8) };
         } else if self.pooled.is_some() {
             self.give_back();
         }
@@ -134,13 +133,8 @@ impl Lease {
     /// drop stays short).
     #[inline(never)]
     fn give_back(&mut self) {
-        if let Some(Pooled {
-            region,
-            class,
-            pool,
-        }) = self.pooled.take()
-        {
-            pool.give_back(class, region);
+        if let Some(Pooled { entry, pool }) = self.pooled.take() {
+            pool.give_back(entry);
         }
     }
 }
@@ -243,9 +237,9 @@ impl<T: Element> PooledBuf<T> {
     /// before dropping the buffer). While another process writes the buffer, this one must
     /// not use it: the pages are the same.
     pub fn shm_handle(&self) -> Option<ShmHandle> {
-        let Pooled { region, pool, .. } = self.lease.pooled.as_ref()?;
+        let Pooled { entry, pool } = self.lease.pooled.as_ref()?;
         Some(ShmHandle {
-            fd: region.shared_fd()?,
+            fd: entry.region.shared_fd()?,
             offset: 0,
             len: self.lease.len,
             pool: pool.id(),

@@ -77,27 +77,33 @@ impl Classes {
 
     /// The class of a request of `len` bytes (`len > 0`); `None` when the class size would
     /// exceed `isize::MAX`.
+    ///
+    /// Above the granule classes, with `2^p < len ≤ 2^(p+1)` and `k` classes per doubling,
+    /// the step is `2^p / k` and `m = (len − 1) / step` (between `k` and `2k − 1`), so the
+    /// class size is `(m + 1) × step` and the index `k × (p − first power) + m`: shifts only.
+    #[inline]
     pub fn of(self, len: usize) -> Option<Class> {
         debug_assert!(len > 0);
-        let per_doubling = 1usize << self.bits;
         if len <= self.granule_limit() {
-            let size = len.div_ceil(GRANULE) * GRANULE;
+            let index = (len - 1) / GRANULE;
             return Some(Class {
-                index: size / GRANULE - 1,
-                size,
+                index,
+                size: (index + 1) * GRANULE,
             });
         }
+        if len > isize::MAX as usize {
+            return None;
+        }
         let power = usize::BITS - 1 - (len - 1).leading_zeros();
-        let step = 1usize << (power - self.bits);
-        let size = len.checked_next_multiple_of(step)?;
+        let shift = power - self.bits;
+        let m = (len - 1) >> shift;
+        // At most 2^(power + 1) ≤ 2^63: no overflow, since `len ≤ isize::MAX`.
+        let size = (m + 1) << shift;
         if size > isize::MAX as usize {
             return None;
         }
-        let first_power = self.granule_limit().trailing_zeros();
-        let index = per_doubling
-            + (power - first_power) as usize * per_doubling
-            + (size - (1usize << power)) / step
-            - 1;
+        let first_power = GRANULE.trailing_zeros() + self.bits;
+        let index = (((power - first_power) as usize) << self.bits) + m;
         Some(Class { index, size })
     }
 

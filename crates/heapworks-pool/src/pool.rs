@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::backend::{Backend, Inline, Region, SharedMapping, SharedMemory, ShmHandle};
+use crate::backend::{Backend, Inline, SharedMapping, SharedMemory, ShmHandle};
 use crate::buffer::{Lease, PooledBuf, Uninit};
-use crate::cache::Cache;
-use crate::class::{Classes, ClassesPerDoubling};
+use crate::cache::{Cache, Entry};
+use crate::class::{Class, Classes, ClassesPerDoubling};
 use crate::element::Element;
 use crate::error::PoolError;
 
@@ -126,13 +126,14 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Shared {
-    /// Takes back a buffer of class `class` (the one it was made or grown for): cached, or
-    /// released if the pool is closed or it does not fit.
-    pub(crate) fn give_back(&self, class: usize, region: Region) {
+    /// Takes back a buffer: cached under its class, or released if the pool is closed or it
+    /// does not fit.
+    #[inline]
+    pub(crate) fn give_back(&self, entry: Box<Entry>) {
         if self.closed.load(Ordering::Acquire) {
             return;
         }
-        self.cache.put(class, region);
+        self.cache.put(entry);
     }
 
     pub(crate) fn id(&self) -> u64 {
@@ -236,27 +237,47 @@ impl Pool {
 
     /// A buffer of `len > 0` bytes: the most recently returned one cached in the request's
     /// class or the classes up to a doubling above it, or else in the next doubling (up to
-    /// [`FIT_DOUBLINGS`]), or else a fresh one from the backend.
+    /// [`FIT_DOUBLINGS`]), or else a fresh one from the backend. The hit path looks in the
+    /// calling thread's home shard's nearest doubling; the rest is out of line.
     #[inline(never)]
     fn lease_pooled(&self, len: usize, zeroed: bool) -> Result<Lease, PoolError> {
         let shared = &self.shared;
         let Some(class) = shared.classes.of(len) else {
             return Err(PoolError::TooLarge { len });
         };
-        let per_doubling = shared.classes.per_doubling();
-        let taken = (0..FIT_DOUBLINGS).find_map(|doubling| {
-            let from = class.index + doubling * per_doubling;
-            shared.cache.take(from..from + per_doubling, len)
-        });
-        let (region, filed_under) = match taken {
+        let nearest = class.index..class.index + shared.classes.per_doubling();
+        let entry = match shared.cache.take_at_home(nearest, len) {
             Some(hit) => hit,
-            None => {
-                let region = shared.backend.allocate(class.size, zeroed)?;
-                shared.cache.count_miss(len);
-                (region, class.index)
-            }
+            None => self.lease_beyond_home(class, len, zeroed)?,
         };
-        Ok(Lease::pooled(region, len, filed_under, Arc::clone(shared)))
+        Ok(Lease::pooled(entry, len, Arc::clone(shared)))
+    }
+
+    /// The matching rule after the home shard's nearest doubling: the other shards' nearest
+    /// doubling, then the next doublings in every shard, then a fresh region.
+    #[cold]
+    #[inline(never)]
+    fn lease_beyond_home(
+        &self,
+        class: Class,
+        len: usize,
+        zeroed: bool,
+    ) -> Result<Box<Entry>, PoolError> {
+        let shared = &self.shared;
+        let per_doubling = shared.classes.per_doubling();
+        let nearest = class.index..class.index + per_doubling;
+        let taken = shared.cache.take_elsewhere(nearest, len).or_else(|| {
+            (1..FIT_DOUBLINGS).find_map(|doubling| {
+                let from = class.index + doubling * per_doubling;
+                shared.cache.take(from..from + per_doubling, len)
+            })
+        });
+        if let Some(hit) = taken {
+            return Ok(hit);
+        }
+        let region = shared.backend.allocate(class.size, zeroed)?;
+        shared.cache.count_miss(len);
+        Ok(Entry::new(region, class.index))
     }
 
     /// What the pool has done so far.

@@ -122,3 +122,39 @@ fn shared_memory_pools_take_the_same_load() {
     assert_eq!(stats.hits + stats.misses, requests.all);
     assert!(stats.peak_bytes_cached <= pool.budget());
 }
+
+/// Threads sharing one shard race for its hot place (the most recent return, taken and put
+/// back by atomic swaps), on one size and one two doublings up that the first cannot take:
+/// no buffer goes to two holders, and every fresh buffer ends up cached, none lost.
+#[test]
+fn threads_racing_for_one_shards_most_recent_return_lose_and_share_nothing() {
+    let pool = Pool::new(Config {
+        shards: 1,
+        ..Config::with_budget(1 << 30)
+    });
+    let barrier = Barrier::new(THREADS);
+    std::thread::scope(|scope| {
+        for thread in 0..THREADS {
+            let (pool, barrier) = (&pool, &barrier);
+            scope.spawn(move || {
+                barrier.wait();
+                for round in 0..ROUNDS {
+                    let count = if (round + thread) % 3 == 0 {
+                        1 << 17
+                    } else {
+                        1 << 15
+                    };
+                    let mark = tag(thread, round);
+                    let buf = pool.get_filled::<u64>(count, mark).unwrap();
+                    std::thread::yield_now();
+                    assert!(buf.iter().all(|&x| x == mark), "a live buffer was shared");
+                }
+            });
+        }
+    });
+    let stats = pool.stats();
+    assert_eq!(stats.hits + stats.misses, (THREADS * ROUNDS) as u64);
+    assert_eq!(stats.evictions, 0);
+    assert_eq!(stats.buffers_cached as u64, stats.misses, "{stats:?}");
+    assert!(stats.hits > stats.misses, "{stats:?}");
+}
