@@ -563,7 +563,8 @@ const SECURE_STASH_MAX: u32 = 256;
 
 /// Secure mode's collection: the blocks other threads freed into the calling thread's own
 /// arena are filed into it (slots to their slabs or batches, other blocks to the core heap or
-/// its transfer batches), where the refills find them. A stash is not a list that
+/// its transfer batches, at most 256 KiB, which secure refills leave alone), where the refills
+/// find them. A stash is not a list that
 /// [`collect_list`] can splice into, and without this those blocks waited on the remote
 /// stacks for good (tests/secure.rs: 200 rounds of 2048 blocks freed by another thread kept
 /// 420 MB resident).
@@ -579,19 +580,15 @@ unsafe fn file_returned(cache: *mut ThreadCache) {
     }
 }
 
-/// Secure mode: fills the empty list of `class` with its arena's transfer batch, or else with
-/// fresh core-heap blocks, then pops.
+/// Secure mode: fills the empty list of `class` with fresh core-heap blocks, then pops.
 ///
 /// # Safety
 /// The calling thread's cache is live.
 unsafe fn stash_from_core(class: usize) -> Option<NonNull<u8>> {
     let (head, made) = with_arena_or_room(|arena| {
-        let core = &mut arena.core;
-        if let Some((head, count)) = core.take_batch(class, block_bytes(class), SECURE_STASH) {
-            bump(&COUNTERS.batches_taken);
-            return (head.as_ptr(), count);
-        }
-        core.allocate_list(layout_of_class(class), SECURE_STASH, core::ptr::null_mut())
+        arena
+            .core
+            .allocate_list(layout_of_class(class), SECURE_STASH, core::ptr::null_mut())
     });
     bump(&COUNTERS.refills);
     // SAFETY: the list is this thread's and empty; the blocks made are linked.
