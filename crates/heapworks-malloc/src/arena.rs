@@ -302,6 +302,15 @@ pub(crate) fn file_remote_all(arena: usize, backends: &mut Backends) {
     note_taken(arena, filed);
 }
 
+/// Files every block waiting on `arena`'s remote stacks into its backends, if any waits (one
+/// load when none does). Called by the owner, with no lock held: secure mode's refills, which
+/// take from the arena only (see `thread::file_returned`).
+pub(crate) fn file_remote_if_any(arena: usize) {
+    if ARENAS[arena].remote_bytes.load(Ordering::Relaxed) != 0 {
+        file_remote_all(arena, &mut ARENAS[arena].backends.lock());
+    }
+}
+
 /// Blocks of ours in one aligned span of `2^SAME_OWNER_SHIFT` bytes (a slab; an address-map
 /// granule is larger) have the same [`owner`].
 pub(crate) const SAME_OWNER_SHIFT: u32 = tiny::SLAB_SHIFT;
