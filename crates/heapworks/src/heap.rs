@@ -421,8 +421,10 @@ impl<I: FreeIndex> Heap<I> {
     ) -> Result<(), Misuse> {
         // SAFETY: forwarded from the caller.
         let chunk = unsafe { self.block_chunk_for(ptr, layout)? };
-        // The layout gives the next header's likely address before the header gives the size.
-        chunk.prefetch_after(chunk_size_for_layout(layout));
+        // The layout gives the next header's line before the header gives the size: that
+        // header starts less than a granule past the payload's end (a block whose chunk the
+        // layout sizes), so the word `GRANULE - 1` bytes past `chunk + size` shares its line.
+        chunk.prefetch_after(layout.size() + (GRANULE - 1));
         // SAFETY: forwarded from the caller (and checked above in checked builds).
         unsafe { self.release_block(chunk) };
         Ok(())
