@@ -161,6 +161,8 @@ impl<I: FreeIndex> Heap<I> {
         }
         if size < I::GOOD_FIT_BELOW {
             if let Some((head, slot)) = self.index.good_fit(size) {
+                // The header after the block, which `take` writes, loads beside the head's own.
+                head.prefetch_after(size);
                 // SAFETY: `good_fit` found `head`, a free chunk of at least `size` bytes filed
                 // under `slot`.
                 unsafe { return Ok(self.take(head, Filed::Head(head, slot), size)) };
@@ -419,6 +421,10 @@ impl<I: FreeIndex> Heap<I> {
     ) -> Result<(), Misuse> {
         // SAFETY: forwarded from the caller.
         let chunk = unsafe { self.block_chunk_for(ptr, layout)? };
+        // The layout gives the next header's line before the header gives the size: that
+        // header starts less than a granule past the payload's end (a block whose chunk the
+        // layout sizes), so the word `GRANULE - 1` bytes past `chunk + size` shares its line.
+        chunk.prefetch_after(layout.size() + (GRANULE - 1));
         // SAFETY: forwarded from the caller (and checked above in checked builds).
         unsafe { self.release_block(chunk) };
         Ok(())
