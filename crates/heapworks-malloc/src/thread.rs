@@ -564,10 +564,9 @@ const SECURE_STASH_MAX: u32 = 256;
 /// Secure mode's collection: the blocks other threads freed into the calling thread's own
 /// arena are filed into it (slots to their slabs or batches, other blocks to the core heap or
 /// its transfer batches, at most 256 KiB, which secure refills leave alone), where the refills
-/// find them. A stash is not a list that
-/// [`collect_list`] can splice into, and without this those blocks waited on the remote
-/// stacks for good (tests/secure.rs: 200 rounds of 2048 blocks freed by another thread kept
-/// 420 MB resident).
+/// find them. A stash is not a list that [`collect_list`] can splice into, and without this
+/// those blocks waited on the remote stacks for good (200 rounds of 2048 blocks freed by
+/// another thread kept 429 MB resident; tests/secure.rs).
 ///
 /// # Safety
 /// `cache` is the calling thread's live cache.
