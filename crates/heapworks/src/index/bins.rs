@@ -620,15 +620,11 @@ impl Bins {
             let bin = bin_of(size);
             // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
             unsafe { assert_a_bin(bin) };
-            if !self.occupancy.contains(bin) {
-                // With its own bin empty, a chunk that fits lies in a bin the good fit looks
-                // at, or nowhere: the last resort would walk nothing, and on wasm32 its answer
-                // would come back through a stack frame in linear memory, a page Gear charges.
-                return self.tighter_fit(size);
-            }
-            // SAFETY: forwarded from the caller.
-            if let Some(best) = unsafe { self.best_fit_in_own_bin(size, bin) } {
-                return Some(best);
+            if self.occupancy.contains(bin) {
+                // SAFETY: forwarded from the caller.
+                if let Some(best) = unsafe { self.best_fit_in_own_bin(size, bin) } {
+                    return Some(best);
+                }
             }
         }
         match self.tighter_fit(size) {
@@ -731,6 +727,12 @@ impl Index for Bins {
         // SAFETY: forwarded from the caller.
         unsafe {
             if size >= BEST_FIT_FROM {
+                // With its own bin empty, a chunk that fits lies in a bin the good fit looks
+                // at, or nowhere: the last resort would walk nothing, and on wasm32 its answer
+                // would come back through a stack frame in linear memory, a page Gear charges.
+                if !self.occupancy.contains(bin_of(size)) {
+                    return self.tighter_fit(size);
+                }
                 Bins::find(self, size)
             } else {
                 // `good_fit` looked at the lists above the request's bin and at the victim.
