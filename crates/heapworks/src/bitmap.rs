@@ -54,6 +54,14 @@ impl Bitmap {
         }
     }
 
+    /// Marks `bin`, writing the summary without a branch (see `Bins::insert_in`). Only wasm32
+    /// builds call it, so the tests' fault hook of [`Bitmap::set`] is not needed here.
+    #[inline(always)]
+    pub(crate) fn set_with_summary(&mut self, bin: usize) {
+        self.summary |= 1 << (bin / BITS);
+        self.words[bin / BITS] |= 1 << (bin % BITS);
+    }
+
     /// Marks `bin` after a chunk was filed in it, unless it was `marked` already (the bin had a
     /// chunk before): then the words stay as they are, with no load or store. Not on wasm32,
     /// where the extra test is a metered block and the set is cheap (crates/heapworks/TUNING.md).

@@ -175,15 +175,19 @@ impl Bins {
     #[inline(always)]
     pub(crate) unsafe fn insert(&mut self, chunk: Chunk, size: usize) {
         // SAFETY: forwarded from the caller.
-        unsafe { self.insert_in(chunk, bin_of(size)) }
+        unsafe { self.insert_in::<false>(chunk, bin_of(size)) }
     }
 
-    /// Files a free chunk at the head of `bin`.
+    /// Files a free chunk at the head of `bin`. `MOVED` says the chunk's entry left another bin
+    /// for this one (a split's rest, or a merge, that changed bins): on wasm32 such a filing
+    /// then writes the bitmap's summary without a branch, as the new bin's word, a sparse one
+    /// of large chunks, is often empty, and the branch to mark it would be a metered block of
+    /// its own (crates/heapworks/TUNING.md).
     ///
     /// # Safety
     /// `chunk` is a free chunk that is in no list, of a size that maps to `bin`.
     #[inline(always)]
-    unsafe fn insert_in(&mut self, chunk: Chunk, bin: usize) {
+    unsafe fn insert_in<const MOVED: bool>(&mut self, chunk: Chunk, bin: usize) {
         // SAFETY: a size's bin is below BIN_COUNT (`bin_of`'s promise).
         unsafe { assert_a_bin(bin) };
         // SAFETY: a free chunk exists, so a region was claimed and the sink adopted. `chunk` is
@@ -198,7 +202,11 @@ impl Bins {
             *self.head_word_mut(bin) = Some(chunk);
             old_head != sink
         };
-        self.occupancy.set_unless(bin, had_head);
+        if MOVED && cfg!(target_arch = "wasm32") {
+            self.occupancy.set_with_summary(bin);
+        } else {
+            self.occupancy.set_unless(bin, had_head);
+        }
     }
 
     /// Takes a free chunk out of `bin`'s list.
@@ -298,7 +306,7 @@ impl Bins {
             // SAFETY: forwarded from the caller; the chunk is out of every list when re-filed.
             unsafe {
                 self.unlink(chunk, old_bin);
-                self.insert_in(chunk, new_bin);
+                self.insert_in::<false>(chunk, new_bin);
             }
         }
     }
@@ -320,7 +328,7 @@ impl Bins {
             let new_bin = bin_of(new_size);
             if new_bin != bin {
                 self.unlink_entry::<AT_HEAD>(from, bin);
-                self.insert_in(to, new_bin);
+                self.insert_in::<true>(to, new_bin);
             } else {
                 self.relocate::<AT_HEAD>(from, to, bin);
             }
@@ -719,6 +727,12 @@ impl Index for Bins {
         // SAFETY: forwarded from the caller.
         unsafe {
             if size >= BEST_FIT_FROM {
+                // With its own bin empty, a chunk that fits lies in a bin the good fit looks
+                // at, or nowhere: the last resort would walk nothing, and on wasm32 its answer
+                // would come back through a stack frame in linear memory, a page Gear charges.
+                if !self.occupancy.contains(bin_of(size)) {
+                    return self.tighter_fit(size);
+                }
                 Bins::find(self, size)
             } else {
                 // `good_fit` looked at the lists above the request's bin and at the victim.
