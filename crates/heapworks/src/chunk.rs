@@ -144,9 +144,11 @@ impl Chunk {
 
     /// Starts loading the cache line `bytes` after this chunk's header (natively on x86-64;
     /// elsewhere nothing): the header after a block, which allocation and free read and write
-    /// only once this chunk's own header has given its size. Issued early, the two cache misses
-    /// overlap instead of following each other (crates/heapworks/TUNING.md, "Memory-level
-    /// parallelism"). Any address is allowed: a prefetch reads nothing the program sees.
+    /// only once this chunk's own header has given its size; or, with `bytes` 0, the header of
+    /// a bin's next head, which the bin's next request reads first. Issued early, the cache
+    /// misses overlap instead of following each other (crates/heapworks/TUNING.md,
+    /// "Memory-level parallelism"). Any address is allowed: a prefetch reads nothing the program
+    /// sees.
     #[inline(always)]
     pub(crate) fn prefetch_after(self, bytes: usize) {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
