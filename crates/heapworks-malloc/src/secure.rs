@@ -13,10 +13,11 @@
 //! - **Zero on free, then quarantine**: a freed block's bytes are zeroed, its second word set to
 //!   a per-process random secret ([`secret`]), and it waits in a FIFO of at most
 //!   [`QUARANTINE_BLOCKS`] blocks and [`QUARANTINE_BYTES`] bytes. A second free while it waits
-//!   finds the secret (a double free); when it leaves, any byte that is no longer zero is a
-//!   write after free (or an overflow from a neighbour), reported before the block serves
-//!   again; it then joins the freeing thread's stash (marked, so a free of it is a double free)
-//!   or goes back to its slab or the core heap.
+//!   finds the secret, and then the block in the FIFO (a double free: the secret alone is only
+//!   a hint, as a live block can hold it by chance, see [`held_again`]); when it leaves, any
+//!   byte that is no longer zero is a write after free (or an overflow from a neighbour),
+//!   reported before the block serves again; it then joins the freeing thread's stash
+//!   (marked, so a free of it is a double free) or goes back to its slab or the core heap.
 //! - **Slabs**: a slab's slots are handed out in a random order, each ends with a canary word
 //!   that requests leave unused (a request takes the slot that holds it and a word more; see
 //!   `size_class::guard_slots`), checked when the slot is freed: an overflow past a slot is
@@ -71,6 +72,12 @@ static QUARANTINE: SpinLock<Quarantine> = SpinLock::new(Quarantine {
 });
 
 impl Quarantine {
+    /// Whether `block` waits in the ring (a scan of at most [`QUARANTINE_BLOCKS`] entries).
+    fn holds(&self, block: *mut u8) -> bool {
+        (0..self.count)
+            .any(|index| self.ring[(self.first + index) % QUARANTINE_BLOCKS].block == block)
+    }
+
     /// Adds a block; returns the oldest when the ring or the byte bound is over its limit.
     fn hold(&mut self, held: Held) -> Option<Held> {
         let released = if self.count == QUARANTINE_BLOCKS
@@ -117,12 +124,11 @@ pub(crate) unsafe fn free(block: NonNull<u8>) -> Option<(NonNull<u8>, usize)> {
     // SAFETY: a valid block of `bytes >= 16` bytes (every block holds two words), which the
     // program gives up.
     unsafe {
-        let mark = block.cast::<usize>().add(1);
-        if mark.read() == secret() {
+        if held_again(block) {
             fault::double_free(block.as_ptr(), bytes);
         }
         wipe(block, bytes);
-        mark.write(secret());
+        block.cast::<usize>().add(1).write(secret());
     }
     let released = QUARANTINE.lock().hold(Held {
         block: block.as_ptr(),
@@ -170,9 +176,24 @@ pub(crate) unsafe fn check_live(block: NonNull<u8>) {
         None => crate::arena::validate(block, "realloc"),
     };
     // SAFETY: a valid block has a second word.
-    if unsafe { block.cast::<usize>().add(1).read() } == secret() {
+    if unsafe { held_again(block) } {
         fault::freed_block("realloc", block.as_ptr(), bytes);
     }
+}
+
+/// Whether `block`, a valid small or medium block, waits in the quarantine: its second word
+/// holds the secret, and the ring names it. The secret is a hint that spares the scan on every
+/// free; it is not proof, as a live block can hold it: a struct built on the stack and copied
+/// to the heap carries its padding along, and a stack slot that one of our frames left the
+/// secret in (a fuzz run found a live 648 B block so). Blocks leave the ring with the secret
+/// cleared, so a block it names is one the program freed and still waits.
+///
+/// # Safety
+/// `block` is a valid block (at least two words).
+unsafe fn held_again(block: NonNull<u8>) -> bool {
+    // SAFETY: forwarded from the caller.
+    let hint = unsafe { block.cast::<usize>().add(1).read() } == secret();
+    hint && QUARANTINE.lock().holds(block.as_ptr())
 }
 
 /// Checks that a block leaving the quarantine is as it was left (zero but for the secret in

@@ -14,7 +14,11 @@
  *                         the second's header or first bytes), then both freed
  *   misuse steer SIZE     a use after free writes a global's address into a freed block's
  *                         first word; prints `steered` if a later malloc returns that address
- *                         (the free lists' links are mangled: it must not) */
+ *                         (the free lists' links are mangled: it must not)
+ *   misuse lookalike SIZE not a misuse: a block's second word set to what a freed block of
+ *                         the same size holds there (the free mark), then the block resized
+ *                         and freed; must run through and print `lookalike: ok` (a struct's
+ *                         padding copied from the stack can hold the mark by chance) */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <stdint.h>
@@ -84,6 +88,18 @@ int main(int argc, char **argv) {
         CHECK(gone != MAP_FAILED);
         munmap(gone, 1 << 16);
         free(launder(gone + 4096));
+    } else if (!strcmp(argv[1], "lookalike")) {
+        uintptr_t *freed = malloc(size);
+        free(freed);
+        uintptr_t mark = ((volatile uintptr_t *)launder(freed))[1];
+        uintptr_t *live = malloc(size);
+        live[1] = mark;
+        live = realloc(launder(live), size + size / 2);
+        CHECK(live != NULL);
+        live[1] = mark;
+        free(launder(live));
+        printf("lookalike: ok\n");
+        return 0;
     } else if (!strcmp(argv[1], "usable")) {
         CHECK(malloc_usable_size(launder(stack_bytes + 64)) == 0);
         CHECK(malloc_usable_size(launder(global_bytes + 64)) == 0);

@@ -198,7 +198,7 @@ pub fn run_or_hang(command: &mut Command, seconds: u64) -> Output {
 }
 
 /// Which mode of the library a misuse run preloads.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     Default,
     /// `HEAPWORKS_SECURE=1`.
