@@ -522,23 +522,28 @@ pub(crate) unsafe fn push_slow(block: NonNull<u8>, class: usize) {
         // The fast path's refused push took one from the room.
         let bin = bin(class);
         (*bin).room = (*bin).room.wrapping_add(1);
-        let Some(cache) = live_cache() else {
-            return release_one(block);
-        };
-        let mark = block.cast::<usize>().add(1);
-        if mark.read() == cache.addr() {
-            if list_holds(class, block) {
-                fault::double_free(block.as_ptr(), list_block_bytes(class));
+        let cache = live_cache();
+        if let Some(cache) = cache {
+            let mark = block.cast::<usize>().add(1);
+            if mark.read() == cache.addr() {
+                if list_holds(class, block) {
+                    fault::double_free(block.as_ptr(), list_block_bytes(class));
+                }
+                // The program's own data looked like the mark.
+                mark.write(0);
             }
-            // The program's own data looked like the mark.
-            mark.write(0);
         }
+        // Secure mode's checks and quarantine hold for a free after the thread's cache is
+        // gone too (a free in a later thread-exit destructor).
         if config::secure() {
             if let Some((evicted, bytes)) = crate::secure::free(block) {
                 release_evicted(evicted, bytes);
             }
             return;
         }
+        let Some(cache) = cache else {
+            return release_one(block);
+        };
         if push_or_restore(block, class) {
             return;
         }

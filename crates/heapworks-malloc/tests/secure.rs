@@ -40,6 +40,27 @@ fn overflows_into_a_neighbour_are_caught() {
 }
 
 #[test]
+fn frees_after_the_thread_cache_is_gone_are_still_checked_and_wiped() {
+    // A thread-exit destructor that runs after the library's frees with no cache: such a
+    // free once went straight back to the heap, neither wiped nor held back.
+    use std::os::unix::process::ExitStatusExt;
+    let binary = compile("misuse.c", "cc", Linkage::Plain);
+    for size in ["24", "64", "300", "1000", "4000", "100000"] {
+        let output = run_in_mode(Command::new(&binary).args(["late", size]), Mode::Secure);
+        let (stdout, stderr) = (
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr),
+        );
+        assert_eq!(stdout, "late: wiped\n", "{size} B: {stderr}");
+        assert_eq!(output.status.signal(), Some(libc::SIGABRT), "{size} B");
+        assert!(
+            stderr.contains("heapworks: double free of 0x"),
+            "{size} B: {stderr}"
+        );
+    }
+}
+
+#[test]
 fn wild_pointers_are_caught() {
     caught(&["wild"], "reading 0x");
 }

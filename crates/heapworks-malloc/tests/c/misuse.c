@@ -18,9 +18,14 @@
  *   misuse lookalike SIZE not a misuse: a block's second word set to what a freed block of
  *                         the same size holds there (the free mark), then the block resized
  *                         and freed; must run through and print `lookalike: ok` (a struct's
- *                         padding copied from the stack can hold the mark by chance) */
+ *                         padding copied from the stack can hold the mark by chance)
+ *   misuse late SIZE      in a thread-exit destructor that runs after the library's own (so
+ *                         the thread's cache is gone): a block allocated, filled, freed
+ *                         (prints `late: wiped` if its first word reads zero after the free,
+ *                         `late: kept` otherwise), then freed again */
 #define _GNU_SOURCE
 #include <malloc.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +41,28 @@ static char global_bytes[256];
 static void *launder(void *ptr) {
     __asm__ volatile("" : "+r"(ptr));
     return ptr;
+}
+
+static size_t late_size;
+
+/* A destructor of a key created after the library's: glibc runs it after the library has
+ * retired the thread's cache. */
+static void free_late(void *unused) {
+    (void)unused;
+    uintptr_t *p = malloc(late_size);
+    memset(p, 0x55, late_size);
+    free(p);
+    printf("late: %s\n", ((volatile uintptr_t *)launder(p))[0] == 0 ? "wiped" : "kept");
+    fflush(stdout);
+    free(launder(p));
+}
+
+static void *exit_late(void *unused) {
+    pthread_key_t key;
+    CHECK(pthread_key_create(&key, free_late) == 0);
+    CHECK(pthread_setspecific(key, &key) == 0);
+    free(launder(malloc(late_size)));
+    return unused;
 }
 
 int main(int argc, char **argv) {
@@ -100,6 +127,13 @@ int main(int argc, char **argv) {
         free(launder(live));
         printf("lookalike: ok\n");
         return 0;
+    } else if (!strcmp(argv[1], "late")) {
+        late_size = size;
+        /* The library makes its thread-exit key with the first thread cache: before ours. */
+        free(launder(malloc(size)));
+        pthread_t thread;
+        CHECK(pthread_create(&thread, NULL, exit_late, NULL) == 0);
+        CHECK(pthread_join(thread, NULL) == 0);
     } else if (!strcmp(argv[1], "usable")) {
         CHECK(malloc_usable_size(launder(stack_bytes + 64)) == 0);
         CHECK(malloc_usable_size(launder(global_bytes + 64)) == 0);
