@@ -27,7 +27,9 @@
 //! rewrites one or two words. A small request takes, as dlmalloc's do, the head of its own bin if
 //! it fits (an exact fit below 2 KiB), else the victim if it fits, else the head of the first
 //! non-empty bin above its own: the victim is preferred to a tighter fit in a larger bin, which
-//! keeps a run of requests in one chunk. Splitting a listed chunk for such a request makes its rest
+//! keeps a run of requests in one chunk. A victim above `VICTIM_FIRST_MAX` (most often the
+//! heap's untouched end) comes after the lists instead, as dlmalloc's top chunk does: freed
+//! chunks serve before fresh memory. Splitting a listed chunk for such a request makes its rest
 //! the victim, the old victim joining the lists; the victim taken whole leaves none until the next
 //! such split. Only the [`Index`] methods (the default heap's) keep a victim; the inherent methods
 //! work on the lists alone, which is how [`crate::index::Hybrid`] uses them (its victim stays
@@ -84,6 +86,14 @@ pub struct Bins {
 
 /// The slot of the victim: no bin's.
 const VICTIM: usize = BIN_SLOTS;
+/// The largest victim that a small request takes before the lists: a larger one is taken only
+/// when no bin above the request's has a chunk. A victim that large is most often the heap's
+/// untouched end, and taken first it would serve every request that misses its own bin from
+/// fresh memory while the chunks freed before wait in the lists: a sweep through the whole
+/// region, with a cold line for every block (talc's random actions at 1000 B ran at 0.55× talc's
+/// speed so). Measured in crates/heapworks/TUNING.md ("The victim's place").
+const VICTIM_FIRST_MAX: usize = 64 << 10;
+
 /// Whether the index keeps a victim: not on wasm32, where the victim's checks cost more gas
 /// than its carves save (measured in crates/heapworks/TUNING.md); there the index is the lists
 /// alone, with TLSF's good fit.
@@ -583,8 +593,9 @@ impl Bins {
 
     /// A chunk for `size` bytes that is cheap to find, and its slot, in this order: the head
     /// of the request's own bin if it fits (an exact fit in the exact bins), the victim if it
-    /// fits, the head of the first non-empty bin above. Cost: the bin formula and one bit test,
-    /// then a compare for the victim, then the bitmap search (see the module docs).
+    /// fits and is at most [`VICTIM_FIRST_MAX`], the head of the first non-empty bin above, a
+    /// larger victim. Cost: the bin formula and one bit test, then two compares for the
+    /// victim, then the bitmap search (see the module docs).
     #[inline(always)]
     fn good_fit_or_victim(&self, size: usize) -> Option<(Chunk, usize)> {
         let bin = bin_of(size);
@@ -600,11 +611,14 @@ impl Bins {
                 }
             }
         }
-        if let Some(victim) = self.victim_for(size) {
-            return Some(victim);
+        let victim = self.victim_for(size);
+        if victim.is_some() && self.victim_size <= VICTIM_FIRST_MAX {
+            return victim;
         }
         // Every chunk of a bin above the request's holds `size` bytes.
-        let above = self.occupancy.first_at_or_above(bin + 1)?;
+        let Some(above) = self.occupancy.first_at_or_above(bin + 1) else {
+            return victim;
+        };
         // SAFETY: as above: a marked bin heads a list (and the bitmap names slots below
         // `BIN_SLOTS`).
         Some((unsafe { self.head_word(above).unwrap_unchecked() }, above))
