@@ -12,19 +12,24 @@
 //! blocks over as many slabs: 1.61× dlmalloc's gas against 1.23× with 16 B (`heapworks gas
 //! --quick`), for 0.4 % more on the FT stress. Larger or over-aligned requests go to the heap.
 //!
-//! **Free slots per class: a small cache, then a list.** A class keeps the last four slots
-//! freed in an array of the front's own state (last in, first out), and the others in a list
-//! threaded through their first payload word. Allocate takes from the cache, else pops the
-//! list; free puts into the cache, else pushes onto the list. Neither touches a slab header,
-//! and neither writes the slot's tag in release builds. On Gear, where every page a message
-//! touches costs far more than the instructions, that matters twice: the lists and caches are
-//! a few hundred bytes of the front's state, on one page, and a program that allocates and
-//! frees a few blocks of a class per message gets the same slots back without the allocator
-//! reading or writing their pages at all (the program that fills a block pays for its page,
-//! not the allocator).
+//! **Free slots per class: a list, and on wasm32 a small cache first.** A class threads its
+//! free slots in a list through their first payload word: allocate pops, free pushes, neither
+//! touches a slab header, and neither writes the slot's tag in release builds. Natively that is
+//! all, and each fast path is a few predictable branches (slot or heap block, listed slot or new
+//! slab) straight into the heap's own inlined path for heap blocks.
+//! On wasm32 a class also keeps the last four slots freed in an array of the front's own state
+//! (last in, first out), taken and filled before the list, and each fast path is one branch
+//! (arithmetic merges its tests): Gear meters every straight-line block, and every page a
+//! message touches costs far more than the instructions. The lists and caches are a few hundred
+//! bytes of the front's state, on one page, and a program that allocates and frees a few blocks
+//! of a class per message gets the same slots back without the allocator reading or writing
+//! their pages at all (the program that fills a block pays for its page, not the allocator).
 //! Through the list alone a slot handed out is read (its link), which costs the allocator a
 //! first read of its page, and the slots a program reuses drift, from one message to the
-//! next, to wherever the list leads.
+//! next, to wherever the list leads. Natively the cache costs more than it saves: a random
+//! workload drives its count up and down, so its tests mispredict (`TUNING.md`, "The front's
+//! native fast paths"); `--cfg heapworks_front_cache` builds the wasm32 paths natively, for
+//! their tests.
 //!
 //! **Slots are tagged, not headerless.** Each slot has a one-word tag in front, like a heap
 //! block's header, with [`crate::EMBEDDER_TAG`] set (a bit the heap never sets in a header),
@@ -50,9 +55,14 @@
 //! a failed request changes nothing. A front may also take its first slabs from memory of its
 //! own ([`FrontHeap::with_static_slabs`], `front/statics.rs`).
 //!
-//! **Costs.** Allocate: one test of size, alignment and cache, class, cache count and entry
-//! (or list head and one link read). Free: tag load (slot or heap block, and the class), cache
-//! count and entry (or link write and list head). Realloc stays in place while the new size
+//! **Costs.** Natively, allocate: a size and alignment test (a heap-sized request goes to
+//! [`Heap::allocate`] inline), the class, the list head and its link (19 instructions a 64 B
+//! call, `bench --instructions`). Free: the tag load (a heap block goes to [`Heap::free`]
+//! inline), the link write and the list head (10). On wasm32, allocate: one test of size,
+//! alignment and cache, class, cache count and entry (or list head and one link read); free:
+//! tag load (slot or heap block, and the class), cache count and entry (or link write and list
+//! head). The one unavoidable cost is the branch between a slot and a heap block: a workload
+//! that mixes the two at random mispredicts it. Realloc stays in place while the new size
 //! fits the slot, and otherwise moves (a word copy) to another class or to a heap block; a
 //! slot that grows moves to one with room for the next doubling (while that is small), so a
 //! vector growing by doubling grows in place every other step.
@@ -125,9 +135,20 @@ pub struct FrontHeap<I = Bins> {
     statics: StaticSlabs,
 }
 
-/// The free slots a class keeps in the front's own state (none with `--cfg heapworks_small_state`,
-/// which keeps the state under 512 B).
-const CACHED: usize = if cfg!(heapworks_small_state) { 0 } else { 4 };
+/// Whether the fast paths branch on what they serve (a slot or a heap block, listed or new):
+/// natively, where a predictable branch costs less than the arithmetic that merges tests, and
+/// where a cache's count, which a random workload moves up and down, makes its tests
+/// unpredictable. On wasm32 every branch is a metered block, and the cache keeps a message's
+/// slots off the pages Gear charges; `--cfg heapworks_front_cache` builds the wasm32 paths
+/// natively, for their tests (crates/heapworks/TUNING.md, "The front's native fast paths").
+const BRANCHING: bool = !cfg!(any(target_arch = "wasm32", heapworks_front_cache));
+/// The free slots a class keeps in the front's own state: none natively (`BRANCHING`), and none
+/// with `--cfg heapworks_small_state`, which keeps the state under 512 B.
+const CACHED: usize = if BRANCHING || cfg!(heapworks_small_state) {
+    0
+} else {
+    4
+};
 /// Cache counts kept: one per class, up to a power of two, so that a class computed from a
 /// request too large for a slot, or from a heap block's header, indexes a count once masked
 /// (the fast paths test range and cache in one branch).
@@ -254,6 +275,12 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// request itself, and then changes nothing.
     #[inline(always)]
     pub fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        if BRANCHING {
+            if layout.size() > MAX_SMALL || layout.align() > GRANULE {
+                return self.heap.allocate(layout);
+            }
+            return self.allocate_listed(slab::class_of(layout.size()), layout);
+        }
         // One test for the size, the alignment and the cache: an over-aligned request counts
         // as larger than any slot, and the class of a larger one, masked, is a count never
         // used (the branch leaves for `allocate_uncached` first).
@@ -290,7 +317,12 @@ impl<I: FreeIndex> FrontHeap<I> {
         if layout.size() > MAX_SMALL || layout.align() > GRANULE {
             return self.heap.allocate(layout);
         }
-        let class = slab::class_of(layout.size());
+        self.allocate_listed(slab::class_of(layout.size()), layout)
+    }
+
+    /// A slot of `class`, the class of `layout`, from its free list, else from a new slab.
+    #[inline(always)]
+    fn allocate_listed(&mut self, class: usize, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         // SAFETY: `class_of` of a size up to `MAX_SMALL` is below `CLASSES`.
         let head = unsafe { *self.free.get_unchecked(class) };
         match NonNull::new(head) {
@@ -401,6 +433,14 @@ impl<I: FreeIndex> FrontHeap<I> {
         // (the branch leaves for `release_uncached` first); a slot's tag names its class.
         unsafe {
             let tag = slab::tag_of(ptr);
+            if BRANCHING {
+                if tag & TAG == 0 {
+                    self.heap.free(ptr);
+                } else {
+                    self.list_slot(ptr, tag);
+                }
+                return;
+            }
             let class = slab::class_in(tag) & (COUNTS - 1);
             let cached = *self.cached.get_unchecked(class);
             // Arithmetic, not `||`: one branch (Gear meters every straight-line block).
@@ -449,6 +489,18 @@ impl<I: FreeIndex> FrontHeap<I> {
                 self.heap.free(ptr);
                 return;
             }
+            self.list_slot(ptr, tag);
+        }
+    }
+
+    /// Threads the live slot at `ptr`, of tag `tag`, onto its class's free list.
+    ///
+    /// # Safety
+    /// As said.
+    #[inline(always)]
+    unsafe fn list_slot(&mut self, ptr: NonNull<u8>, tag: usize) {
+        // SAFETY: forwarded from the caller; a slot's class is below `CLASSES`.
+        unsafe {
             if CHECKED {
                 slab::set_tag(ptr, tag & !LIVE);
             }

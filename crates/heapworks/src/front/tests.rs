@@ -166,7 +166,8 @@ fn the_last_slot_freed_is_the_next_handed_out() {
 /// The last `CACHED` slots freed wait in the front's state, untouched: their first word keeps
 /// what the program wrote (on Gear, the allocator neither reads nor writes their pages), and
 /// they come back last in, first out; the next ones freed go onto the list.
-#[cfg(not(heapworks_small_state))]
+// The cache is the wasm32 paths' (`--cfg heapworks_front_cache` natively).
+#[cfg(all(heapworks_front_cache, not(heapworks_small_state)))]
 #[test]
 fn freed_slots_wait_untouched_in_the_cache_then_go_onto_the_list() {
     let mut f = fixture(64 * 1024);
@@ -203,7 +204,11 @@ fn freed_slots_wait_untouched_in_the_cache_then_go_onto_the_list() {
 
 /// Checked builds catch a slot both cached and listed (the free slots then outnumber the
 /// slots not live; the walk stops at the first slot past the count).
-#[cfg(all(any(debug_assertions, feature = "checked"), not(heapworks_small_state)))]
+#[cfg(all(
+    any(debug_assertions, feature = "checked"),
+    heapworks_front_cache,
+    not(heapworks_small_state)
+))]
 #[test]
 fn the_checker_catches_a_slot_both_cached_and_listed() {
     let mut f = fixture(64 * 1024);
@@ -218,7 +223,7 @@ fn the_checker_catches_a_slot_both_cached_and_listed() {
     assert_eq!(found.kind, CorruptionKind::BadSlab);
 }
 
-#[cfg(not(heapworks_small_state))]
+#[cfg(all(heapworks_front_cache, not(heapworks_small_state)))]
 #[test]
 fn the_checker_catches_a_cached_address_that_is_no_slot() {
     let mut f = fixture(64 * 1024);
