@@ -5,8 +5,8 @@
 //! What it verifies, in this order (the first violation is returned):
 //! 1. Each region: its record chunk, then every chunk up to the sentinel (size in bounds, no
 //!    stray bits, `PREV_IN_USE` matching the chunk before, no two free chunks adjacent, a free
-//!    chunk's footer equal to its size, its index entry consistent with its neighbours'), then
-//!    the sentinel.
+//!    chunk's footer equal to its size, or for the index's top its end at the sentinel, its
+//!    index entry consistent with its neighbours'), then the sentinel.
 //! 2. The free index: its own invariants, and that it files exactly the free chunks the walk
 //!    found (as many, and the same ones: a sum of a bijective mix of their addresses must
 //!    match too, so an entry swapped for a chunk that is not free cannot hide behind a
@@ -145,8 +145,13 @@ impl<I: FreeIndex> Heap<I> {
         if !prev_in_use {
             return fail(addr, CorruptionKind::AdjacentFree);
         }
+        if self.index.is_top(chunk) {
+            // The top's footer is in the index (checked there against `size`).
+            if addr + size != sentinel {
+                return fail(addr, CorruptionKind::BadTop);
+            }
         // SAFETY: the size was bounded by the sentinel, so the footer is inside the region.
-        if unsafe { chunk.footer() } != size {
+        } else if unsafe { chunk.footer() } != size {
             return fail(addr, CorruptionKind::BadFooter);
         }
         // SAFETY: a free chunk of at least MIN_CHUNK bytes inside the region.
@@ -503,9 +508,53 @@ mod tests {
             Index::unlink(&mut fixture.heap.index, tail, bin_of(size));
             tail.set_next_free(tail);
             tail.set_prev_free(tail);
+            // As the top (`--cfg heapworks_top`) its footer was in the index: written here,
+            // so that only the loss is wrong.
+            tail.footer_word(size).write(size);
             bin_of(size)
         };
         fixture.assert_fault(tail.addr(), Some(bin), CorruptionKind::LostChunk);
+    }
+
+    /// The fixture's tail is the index's top (`--cfg heapworks_top`, wasm32's index).
+    #[cfg(heapworks_top)]
+    fn top_of(fixture: &Fixture) -> (Chunk, usize) {
+        let (top, size) = fixture.heap.index.top().expect("the tail is the top");
+        assert!(top == fixture.tail());
+        (top, size)
+    }
+
+    #[cfg(heapworks_top)]
+    #[test]
+    fn a_top_of_another_size_is_bad_size() {
+        let mut fixture = fixture();
+        let (top, size) = top_of(&fixture);
+        fixture.heap.index.forge_top(Some(top), size + GRANULE);
+        fixture.assert_fault(top.addr(), None, CorruptionKind::BadSize);
+    }
+
+    #[cfg(heapworks_top)]
+    #[test]
+    fn a_top_that_does_not_end_the_region_is_bad_top() {
+        // B, free and listed, named the top as well.
+        let mut fixture = fixture();
+        top_of(&fixture);
+        let b = fixture.chunk(1);
+        // SAFETY: B is a free chunk of this heap.
+        let size = unsafe { b.size() };
+        fixture.heap.index.forge_top(Some(b), size);
+        fixture.assert_fault(b.addr(), None, CorruptionKind::BadTop);
+    }
+
+    #[cfg(heapworks_top)]
+    #[test]
+    fn a_lost_top_is_bad_footer() {
+        // Out of the index, the tail is an unfiled chunk whose footer (in the index while it
+        // was the top) is stale in memory: the claim's, for the whole region.
+        let mut fixture = fixture();
+        let (top, _) = top_of(&fixture);
+        fixture.heap.index.forge_top(None, 0);
+        fixture.assert_fault(top.addr(), None, CorruptionKind::BadFooter);
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //! - `PREV_IN_USE` is set exactly when the chunk before is in use. When it is clear, the word just
 //!   before the header is the previous chunk's footer, which holds that chunk's size: this
 //!   boundary tag is how `free` finds its left neighbour in O(1).
-//! - A free chunk's footer (its last word) equals its size; its `next`/`prev` words link it into
-//!   the list of its bin (see [`crate::index::bins`]). An allocated chunk has no footer: its
+//! - A free chunk's footer (its last word) equals its size (but for the default index's top on
+//!   wasm32, whose footer is a word of the index); its `next`/`prev` words link it into the
+//!   list of its bin (see [`crate::index::bins`]). An allocated chunk has no footer: its
 //!   payload runs up to the next header, so the overhead is exactly one word.
 //! - Two free chunks are never adjacent: `free` coalesces at once.
 
@@ -247,6 +248,16 @@ impl Chunk {
             self.set_header(size | if prev_in_use { PREV_IN_USE } else { 0 });
             self.0.add(size - WORD).cast::<usize>().write(size);
         }
+    }
+
+    /// The last word of a chunk of `size` bytes here: a free chunk's footer.
+    ///
+    /// # Safety
+    /// `[self, self + size)` lies inside one region.
+    #[inline(always)]
+    pub(crate) unsafe fn footer_word(self, size: usize) -> *mut usize {
+        // SAFETY: the footer is the last word of the chunk, inside it by the caller's promise.
+        unsafe { self.0.add(size - WORD).cast::<usize>().as_ptr() }
     }
 
     /// The footer of a free chunk.

@@ -159,6 +159,9 @@ pub enum CorruptionKind {
     LostChunk,
     /// The end sentinel is damaged.
     BadSentinel,
+    /// The default index's top (on wasm32: the free chunk kept out of the lists, whose footer
+    /// is in the index) does not end at its region's end sentinel.
+    BadTop,
     /// A slab of the small-object front ([`crate::FrontHeap`]) is inconsistent: a slot's tag,
     /// its free list or its live count, or a class list (an entry that is not a slab of the
     /// class with a free slot, a wrong `prev`, or entries not matching the slabs with a free
@@ -186,6 +189,7 @@ impl fmt::Display for Corruption {
             }
             CorruptionKind::LostChunk => "bins and heap walk disagree on the free chunks",
             CorruptionKind::BadSentinel => "damaged end sentinel",
+            CorruptionKind::BadTop => "the free index's top does not end at the region's end",
             CorruptionKind::BadSlab => "small-object front's slab or class list inconsistent",
             CorruptionKind::BadStats => "statistics disagree with the heap walk",
         };

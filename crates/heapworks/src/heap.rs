@@ -165,7 +165,14 @@ impl<I: FreeIndex> Heap<I> {
                 head.prefetch_after(size);
                 // SAFETY: `good_fit` found `head`, a free chunk of at least `size` bytes filed
                 // under `slot`.
-                unsafe { return Ok(self.take(head, Filed::Head(head, slot), size)) };
+                unsafe {
+                    if I::is_top_slot(slot) {
+                        // The same take, compiled apart: with the slot known, the index's own
+                        // tests of it fold away (each a metered block on wasm32).
+                        return Ok(self.take(head, Filed::Head(head, slot), size));
+                    }
+                    return Ok(self.take(head, Filed::Head(head, slot), size));
+                }
             }
         }
         self.allocate_searched(size)
@@ -321,11 +328,17 @@ impl<I: FreeIndex> Heap<I> {
             let (block, prev_flag) = if padding == 0 {
                 (chunk, header & PREV_IN_USE)
             } else {
-                self.index.refile_in(chunk, bin, chunk, padding);
+                if self.index.is_top(chunk) {
+                    // The top's entry stays for the rest, which still ends at the sentinel;
+                    // the padding is filed as a chunk of its own.
+                    self.index.insert(chunk, padding);
+                } else {
+                    self.index.refile_in(chunk, bin, chunk, padding);
+                }
                 chunk.write_free(padding, header & PREV_IN_USE != 0);
                 (chunk.after(padding), 0)
             };
-            let filed = if padding == 0 {
+            let filed = if padding == 0 || self.index.is_top(chunk) {
                 Filed::Entry(chunk, bin)
             } else {
                 Filed::Nothing
@@ -361,11 +374,20 @@ impl<I: FreeIndex> Heap<I> {
             if spare >= MIN_CHUNK {
                 let tail = block.after(needed);
                 match filed {
-                    Filed::Head(head, bin) => self.index.refile_head(head, bin, tail, spare),
-                    Filed::Entry(entry, bin) => self.index.refile_in(entry, bin, tail, spare),
-                    Filed::Nothing => self.index.insert(tail, spare),
+                    Filed::Head(head, bin) => {
+                        self.index.refile_head(head, bin, tail, spare);
+                        self.write_filed_free(tail, spare, I::is_top_slot(bin));
+                    }
+                    Filed::Entry(entry, bin) => {
+                        let top = self.index.is_top(entry);
+                        self.index.refile_in(entry, bin, tail, spare);
+                        self.write_filed_free(tail, spare, top);
+                    }
+                    Filed::Nothing => {
+                        self.index.insert(tail, spare);
+                        tail.write_free(spare, true);
+                    }
                 }
-                tail.write_free(spare, true);
                 block.set_header(needed | prev_flag | IN_USE);
                 needed
             } else {
@@ -378,6 +400,22 @@ impl<I: FreeIndex> Heap<I> {
                 block.after(available).set_prev_in_use(true);
                 available
             }
+        }
+    }
+
+    /// Writes the header of the free chunk `chunk` of `size` bytes, whose left neighbour is in
+    /// use, and its footer where the index keeps it: in the index when `top` says the chunk's
+    /// entry was moved from the top's (see [`crate::index::bins`]). The entry is filed or moved
+    /// already.
+    ///
+    /// # Safety
+    /// `[chunk, chunk + size)` lies inside one region and belongs to no other chunk.
+    #[inline(always)]
+    unsafe fn write_filed_free(&mut self, chunk: Chunk, size: usize, top: bool) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            chunk.set_header(size | PREV_IN_USE);
+            self.index.footer_word(chunk, size, top).write(size);
         }
     }
 
@@ -504,15 +542,24 @@ impl<I: FreeIndex> Heap<I> {
             if header & PREV_IN_USE == 0 {
                 let prev_size = chunk.prev_free_size();
                 let prev = chunk.before(prev_size);
+                if next_is_free && self.index.is_top(next) {
+                    // The merged chunk ends where the top did: it becomes the top.
+                    self.index.unlink_not_top(prev, I::slot_of(prev_size));
+                    self.index
+                        .refile_in(next, I::slot_of(next_size), prev, prev_size + total);
+                    self.write_filed_free(prev, prev_size + total, true);
+                    return;
+                }
                 if next_is_free {
-                    self.index.unlink(next, I::slot_of(next_size));
+                    self.index.unlink_not_top(next, I::slot_of(next_size));
                 }
                 self.index.resize_entry(prev, prev_size, prev_size + total);
                 prev.write_free(prev_size + total, true);
             } else if next_is_free {
+                let top = self.index.is_top(next);
                 self.index
                     .refile_in(next, I::slot_of(next_size), chunk, total);
-                chunk.write_free(total, true);
+                self.write_filed_free(chunk, total, top);
             } else {
                 self.index.insert(chunk, size);
                 chunk.write_free(size, true);
@@ -776,7 +823,7 @@ impl<I: FreeIndex> Heap<I> {
             if total < needed || !aligned {
                 return None;
             }
-            self.index.unlink(prev, I::slot_of(prev_size));
+            self.index.unlink_not_top(prev, I::slot_of(prev_size));
             if next_size != 0 {
                 self.index.unlink(chunk.after(size), I::slot_of(next_size));
             }
@@ -865,8 +912,9 @@ impl<I: FreeIndex> Heap<I> {
                 }
                 let next_size = next_header & SIZE_MASK;
                 let slot = I::slot_of(next_size);
+                let top = self.index.is_top(next);
                 self.index.refile_in(next, slot, tail, spare + next_size);
-                tail.write_free(spare + next_size, true);
+                self.write_filed_free(tail, spare + next_size, top);
             } else if spare >= MIN_CHUNK {
                 self.index.insert(tail, spare);
                 tail.write_free(spare, true);

@@ -127,7 +127,7 @@ impl<I: FreeIndex> Heap<I> {
             let first = Chunk::at(base.add(frame.first_chunk));
             let free_size = frame.sentinel - frame.first_chunk;
             first.write_free(free_size, true);
-            self.index.insert(first, free_size);
+            self.index.set_top(first, free_size);
             self.counters.managed += free_size;
         }
         Ok(())
@@ -182,7 +182,11 @@ impl<I: FreeIndex> Heap<I> {
             let last_is_free = sentinel.header() & PREV_IN_USE == 0;
             // One insertion for both cases: the index's code is inlined at each call.
             let (free, free_size) = if last_is_free {
-                let last_size = sentinel.prev_free_size();
+                // The top keeps its footer in the index.
+                let last_size = match self.index.top() {
+                    Some((top, size)) if top.after(size) == sentinel => size,
+                    _ => sentinel.prev_free_size(),
+                };
                 let last = sentinel.before(last_size);
                 self.index.unlink(last, I::slot_of(last_size));
                 (last, last_size + gap)
@@ -192,7 +196,7 @@ impl<I: FreeIndex> Heap<I> {
                 return None;
             };
             free.write_free(free_size, true);
-            self.index.insert(free, free_size);
+            self.index.set_top(free, free_size);
             let new_sentinel = sentinel.after(gap);
             new_sentinel.set_header(IN_USE);
             self.counters.managed += gap;

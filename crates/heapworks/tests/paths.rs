@@ -296,15 +296,19 @@ fn shrinking_splits_off_the_tail_in_place() {
     let mut heap = arena.heap();
     let a = alloc(&mut heap, 1000);
     let guard = alloc(&mut heap, 16);
+    // The rest of the region filled, so that the tail split off below is the only free memory:
+    // a request that fills it takes it whichever the index's order (the native victim's
+    // own-bin head first, or wasm32's good fit and top, which skip the request's own bin).
+    while heap.allocate(layout(1024)).is_ok() {}
+    while heap.allocate(layout(8)).is_ok() {}
     let before = heap.stats();
     // SAFETY: `a` is live with this layout.
     let shrunk = unsafe { heap.realloc(a, layout(1000), 100) }.unwrap();
     assert_eq!(shrunk, a);
     let after = heap.stats();
     assert!(after.in_use < before.in_use);
-    // The tail is a free chunk right behind the shrunk block, up to the guard's header: a
-    // request filling it exactly takes it from its own bin (a smaller one would be carved from
-    // the rest of the region, the index's victim).
+    // The tail is a free chunk right behind the shrunk block, up to the guard's header, the
+    // heap's only one: a request filling it exactly takes it.
     // SAFETY: `a` is live.
     let tail_chunk = addr(guard) - WORD - (addr(a) + unsafe { Heap::usable_size(a) });
     let next = alloc(&mut heap, tail_chunk - WORD);

@@ -34,8 +34,25 @@
 //! such split. Only the [`Index`] methods (the default heap's) keep a victim; the inherent methods
 //! work on the lists alone, which is how [`crate::index::Hybrid`] uses them (its victim stays
 //! empty). The order was measured on the trace corpus (crates/heapworks/TUNING.md). On wasm32
-//! the index keeps no victim (`KEEPS_VICTIM`, measured there too): its small requests take
-//! TLSF's good fit below.
+//! the index keeps no victim (`KEEPS_VICTIM`, measured there too) but a top in its place.
+//!
+//! **The top** (on wasm32 instead of the victim, in the victim's two words; `KEEPS_TOP`): the
+//! free chunk that ends at a region's end sentinel, as the heap files it (a region's first
+//! chunk, a growth of the region, a free that merges into the top), is kept out of the lists,
+//! as dlmalloc keeps its top chunk. Requests take the tighter of TLSF's good fit in the lists
+//! and the top, as a victim is taken natively (`tighter_fit`, for small requests and large
+//! ones alike, the latter after their bounded best fit); the top last of all would carve fresh memory for
+//! requests the lists' larger chunks serve, placing the blocks of a Gear program differently
+//! and costing pages (crates/heapworks/TUNING.md). A split of the top rewrites the block's
+//! header, the top's header and the top's word, where a listed chunk's rest is re-filed in
+//! another bin. The top has no footer in its region: its footer word is `victim_size`
+//! ([`Index::footer_word`]), which the heap writes as it writes any footer, so its size is in
+//! the state and no split writes the region's last page. Invariants (verified by the heap's
+//! checker): the top is a free chunk in no list, it ends at a region's sentinel, and
+//! `victim_size` is its size. A top that joins the lists (when another chunk becomes the top)
+//! gets its footer written first. A free chunk that ends at a sentinel without being the top
+//! (the top carved whole, then a block before the sentinel freed) stays in the lists until a
+//! growth of the region makes it the top again.
 //!
 //! Finding a chunk for a request of `size` bytes ([`Bins::find`]) is TLSF's *good fit*: the head of
 //! the first non-empty bin at or above [`ceil_bin_of`]`(size)`, whose every chunk fits, or the
@@ -96,8 +113,15 @@ const VICTIM_FIRST_MAX: usize = 64 << 10;
 
 /// Whether the index keeps a victim: not on wasm32, where the victim's checks cost more gas
 /// than its carves save (measured in crates/heapworks/TUNING.md); there the index is the lists
-/// alone, with TLSF's good fit.
-const KEEPS_VICTIM: bool = !cfg!(target_arch = "wasm32");
+/// with TLSF's good fit, and the victim's two words keep the top instead.
+const KEEPS_VICTIM: bool = !KEEPS_TOP;
+
+/// Whether the victim's words keep the *top* (see the module docs): on wasm32, where a split of
+/// the heap's free end then rewrites a header and a word of the state instead of re-filing its
+/// rest, and the end's footer is a word of the state instead of one on the region's last page
+/// (both pages Gear charges per message; crates/heapworks/TUNING.md). `--cfg heapworks_top`
+/// builds it natively, for the tests.
+pub(crate) const KEEPS_TOP: bool = cfg!(any(target_arch = "wasm32", heapworks_top));
 
 impl Bins {
     /// An index with no sink yet: every list operation waits for [`Bins::adopt_sink`].
@@ -546,17 +570,40 @@ impl Bins {
     }
 
     /// Makes `chunk`, a free chunk of `size` bytes in no list, the victim; the old victim, if
-    /// any, joins the lists.
+    /// any, joins the lists (an old top with its footer written, which it had in the state).
     ///
     /// # Safety
     /// As for [`Bins::insert`].
     #[inline(always)]
     unsafe fn replace_victim(&mut self, chunk: Chunk, size: usize) {
         if let Some(old) = self.victim {
-            // SAFETY: the victim is a free chunk of `victim_size` bytes in no list.
-            unsafe { Bins::insert(self, old, self.victim_size) };
+            // SAFETY: the victim is a free chunk of `victim_size` bytes in no list, so its last
+            // word is its own.
+            unsafe {
+                if KEEPS_TOP {
+                    old.footer_word(self.victim_size).write(self.victim_size);
+                }
+                Bins::insert(self, old, self.victim_size);
+            }
         }
         self.set_victim(Some(chunk), size);
+    }
+
+    /// The victim's entry moves to `to`, of `new_size` bytes. The top's size is not written
+    /// here: it is the top's footer, which the heap writes next ([`Index::footer_word`]).
+    #[inline(always)]
+    fn move_victim(&mut self, to: Chunk, new_size: usize) {
+        if KEEPS_TOP {
+            self.victim = Some(to);
+        } else {
+            self.set_victim(Some(to), new_size);
+        }
+    }
+
+    /// Overwrites the victim's two words, the top's on wasm32 (a checker test's corruption).
+    #[cfg(all(test, heapworks_top))]
+    pub(crate) fn forge_top(&mut self, top: Option<Chunk>, size: usize) {
+        self.set_victim(top, size);
     }
 
     /// Whether `chunk` is the victim.
@@ -573,15 +620,12 @@ impl Bins {
         Some((self.victim?, VICTIM))
     }
 
-    /// The lists' good fit for `size` bytes or the victim, whichever is smaller: what a large
-    /// request (and every caller of [`Bins::find`]) gets, since fragmentation strands large
-    /// blocks.
+    /// The lists' good fit for `size` bytes or the victim (the top on wasm32), whichever is
+    /// smaller: what a large request (and every caller of [`Bins::find`], and on wasm32 every
+    /// request) gets, since fragmentation strands large blocks.
     #[inline(always)]
     fn tighter_fit(&self, size: usize) -> Option<(Chunk, usize)> {
         let listed = self.good_fit(size);
-        if !KEEPS_VICTIM {
-            return listed;
-        }
         if let Some((head, _)) = listed {
             // SAFETY: a list head is a free chunk with a valid header.
             if unsafe { head.size() } <= self.victim_size || self.victim_size < size {
@@ -675,7 +719,8 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn unlink(&mut self, chunk: Chunk, slot: usize) {
-        if KEEPS_VICTIM && self.is_victim(chunk) {
+        // The victim, or on wasm32 the top.
+        if self.is_victim(chunk) {
             self.set_victim(None, 0);
         } else {
             // SAFETY: forwarded from the caller; a listed chunk's slot is its bin.
@@ -684,8 +729,20 @@ impl Index for Bins {
     }
 
     #[inline(always)]
+    unsafe fn unlink_not_top(&mut self, chunk: Chunk, slot: usize) {
+        // SAFETY: forwarded from the caller; a chunk that is not the top is listed on wasm32.
+        unsafe {
+            if KEEPS_TOP {
+                Bins::unlink(self, chunk, slot);
+            } else {
+                Index::unlink(self, chunk, slot);
+            }
+        }
+    }
+
+    #[inline(always)]
     unsafe fn unlink_head(&mut self, chunk: Chunk, slot: usize) {
-        if KEEPS_VICTIM && slot == VICTIM {
+        if slot == VICTIM {
             self.set_victim(None, 0);
         } else {
             // SAFETY: `good_fit` returns the victim or the first chunk of its bin.
@@ -695,8 +752,8 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn refile_in(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        if KEEPS_VICTIM && self.is_victim(from) {
-            self.set_victim(Some(to), new_size);
+        if self.is_victim(from) {
+            self.move_victim(to, new_size);
         } else {
             // SAFETY: forwarded from the caller.
             unsafe { Bins::refile_in(self, from, slot, to, new_size) }
@@ -705,11 +762,11 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn refile_head(&mut self, from: Chunk, slot: usize, to: Chunk, new_size: usize) {
-        if !KEEPS_VICTIM {
+        if slot == VICTIM {
+            self.move_victim(to, new_size);
+        } else if !KEEPS_VICTIM {
             // SAFETY: `good_fit` returns the first chunk of its bin.
             unsafe { Bins::refile_head(self, from, slot, to, new_size) }
-        } else if slot == VICTIM {
-            self.set_victim(Some(to), new_size);
         } else {
             // The rest of a chunk that a small request split becomes the victim.
             // SAFETY: `good_fit` returns the first chunk of its bin, whose links are read as it
@@ -723,6 +780,7 @@ impl Index for Bins {
 
     #[inline(always)]
     unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
+        // A chunk resized where it stands has a chunk after it: it is never the top.
         if KEEPS_VICTIM && self.is_victim(chunk) {
             self.victim_size = new_size;
         } else {
@@ -736,7 +794,7 @@ impl Index for Bins {
         if KEEPS_VICTIM {
             self.good_fit_or_victim(size)
         } else {
-            Bins::good_fit(self, size)
+            self.tighter_fit(size)
         }
     }
 
@@ -791,6 +849,40 @@ impl Index for Bins {
         let listed = unsafe { Bins::largest(self) };
         let victim = self.victim.map(|_| self.victim_size);
         listed.max(victim)
+    }
+
+    fn is_top(&self, chunk: Chunk) -> bool {
+        KEEPS_TOP && self.is_victim(chunk)
+    }
+
+    fn top(&self) -> Option<(Chunk, usize)> {
+        let top = self.victim.filter(|_| KEEPS_TOP)?;
+        Some((top, self.victim_size))
+    }
+
+    #[inline(always)]
+    unsafe fn set_top(&mut self, chunk: Chunk, size: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe {
+            if KEEPS_TOP {
+                self.replace_victim(chunk, size);
+            } else {
+                Bins::insert(self, chunk, size);
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn is_top_slot(slot: usize) -> bool {
+        KEEPS_TOP && slot == VICTIM
+    }
+
+    #[inline(always)]
+    unsafe fn footer_word(&mut self, chunk: Chunk, size: usize, top: bool) -> *mut usize {
+        // SAFETY: forwarded from the caller.
+        let in_chunk = unsafe { chunk.footer_word(size) };
+        // Without a branch of its own: a metered block on wasm32.
+        select_unpredictable(KEEPS_TOP && top, &raw mut self.victim_size, in_chunk)
     }
 
     unsafe fn check_filed(&self, chunk: Chunk, size: usize) -> Result<(), Corruption> {

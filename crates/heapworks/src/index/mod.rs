@@ -238,6 +238,16 @@ mod sealed {
         /// `chunk` is filed, and `slot` is its slot.
         unsafe fn unlink(&mut self, chunk: Chunk, slot: usize);
 
+        /// [`Index::unlink`] for a chunk that is not the top (one with a chunk after it): an
+        /// index that keeps a top skips the test.
+        ///
+        /// # Safety
+        /// As for [`Index::unlink`], and `chunk` is not [`Index::is_top`].
+        unsafe fn unlink_not_top(&mut self, chunk: Chunk, slot: usize) {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.unlink(chunk, slot) }
+        }
+
         /// [`Index::unlink`] for a chunk that [`Index::good_fit`] returned.
         ///
         /// # Safety
@@ -280,6 +290,47 @@ mod sealed {
         unsafe fn resize_entry(&mut self, chunk: Chunk, old_size: usize, new_size: usize) {
             // SAFETY: forwarded from the caller.
             unsafe { self.refile_in(chunk, Self::slot_of(old_size), chunk, new_size) }
+        }
+
+        /// Whether the filed chunk `chunk` is the index's *top*: a free chunk that ends at a
+        /// region's end sentinel and has its footer in the index ([`Index::footer_word`]).
+        /// Only the default index keeps one, on wasm32 (see `index/bins.rs`).
+        fn is_top(&self, _chunk: Chunk) -> bool {
+            false
+        }
+
+        /// The top and its size, if there is one.
+        fn top(&self) -> Option<(Chunk, usize)> {
+            None
+        }
+
+        /// Files a free chunk of `size` bytes that ends at a region's end sentinel: as the top
+        /// in an index that keeps one (the old top, if any, is then filed as any chunk),
+        /// otherwise as [`Index::insert`] does.
+        ///
+        /// # Safety
+        /// As for [`Index::insert`], and the chunk ends at a region's sentinel.
+        unsafe fn set_top(&mut self, chunk: Chunk, size: usize) {
+            // SAFETY: forwarded from the caller.
+            unsafe { self.insert(chunk, size) }
+        }
+
+        /// Whether `slot`, as [`Index::good_fit`] or [`Index::search`] return it, is the
+        /// top's.
+        fn is_top_slot(_slot: usize) -> bool {
+            false
+        }
+
+        /// Where the footer of the free chunk `chunk` of `size` bytes is written: its last
+        /// word, or when `top` says it is the top (its entry moved from the top's, the caller
+        /// having asked [`Index::is_top`] or [`Index::is_top_slot`] before the move, so that
+        /// on wasm32 the choice folds into the move's own test) a word of the index.
+        ///
+        /// # Safety
+        /// `[chunk, chunk + size)` lies inside one region.
+        unsafe fn footer_word(&mut self, chunk: Chunk, size: usize, _top: bool) -> *mut usize {
+            // SAFETY: forwarded from the caller.
+            unsafe { chunk.footer_word(size) }
         }
 
         /// A filed chunk of at least `size` bytes that is cheap to find, with its slot; for
