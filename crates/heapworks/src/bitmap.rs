@@ -62,29 +62,15 @@ impl Bitmap {
         self.words[bin / BITS] |= 1 << (bin % BITS);
     }
 
-    /// Marks `bin` after a chunk was filed in it, unless it was `marked` already (the bin had a
-    /// chunk before): then the words stay as they are, with no load or store. Not on wasm32,
-    /// where the extra test is a metered block and the set is cheap (crates/heapworks/TUNING.md).
-    #[inline(always)]
-    pub(crate) fn set_unless(&mut self, bin: usize, marked: bool) {
-        if !marked || cfg!(target_arch = "wasm32") {
-            self.set(bin);
-        } else {
-            // A test's fault fires at the next filing, whether or not it writes the bitmap.
-            #[cfg(test)]
-            if let Some(bit) = fault::take() {
-                self.flip(bit);
-            }
-        }
-    }
-
-    /// Clears `bin`'s bit.
-    #[inline(always)]
+    /// Clears `bin`'s bit (the tests' shorthand).
+    #[cfg(test)]
     pub(crate) fn clear(&mut self, bin: usize) {
         self.clear_if(bin, true);
     }
 
-    /// Clears `bin`'s bit when `emptied`, without a branch.
+    /// Clears `bin`'s bit when `emptied`, without a branch on it: whether a take empties its
+    /// bin is a coin toss under a random workload (crates/heapworks/TUNING.md, "The bitmap
+    /// written without a branch on the list").
     #[inline(always)]
     pub(crate) fn clear_if(&mut self, bin: usize, emptied: bool) {
         let word = &mut self.words[bin / BITS];
@@ -185,7 +171,7 @@ pub(crate) mod fault {
         static FLIP: Cell<Option<usize>> = const { Cell::new(None) };
     }
 
-    /// Makes the next [`super::Bitmap::set`] or [`super::Bitmap::set_unless`] on this thread
+    /// Makes the next [`super::Bitmap::set`] on this thread
     /// invert bit `bit` (numbered as for [`super::Bitmap::is_set`]) after doing its own work.
     pub(crate) fn flip_on_next_set(bit: usize) {
         FLIP.set(Some(bit));

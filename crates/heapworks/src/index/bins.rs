@@ -227,19 +227,21 @@ impl Bins {
         // SAFETY: a free chunk exists, so a region was claimed and the sink adopted. `chunk` is
         // a free chunk, `old_head` a free chunk or the sink, so both carry link words. `bin` is
         // a size's bin, asserted above.
-        let had_head = unsafe {
+        unsafe {
             let sink = self.sink();
             let old_head = self.head_word(bin).unwrap_or(sink);
             chunk.set_next_free(old_head);
             chunk.set_prev_free(sink);
             old_head.set_prev_free(chunk);
             *self.head_word_mut(bin) = Some(chunk);
-            old_head != sink
-        };
+        }
+        // Marked whether or not the bin had a chunk before: a test of that is a coin toss
+        // under a random workload (crates/heapworks/TUNING.md, "The bitmap written without a
+        // branch on the list").
         if MOVED && cfg!(target_arch = "wasm32") {
             self.occupancy.set_with_summary(bin);
         } else {
-            self.occupancy.set_unless(bin, had_head);
+            self.occupancy.set(bin);
         }
     }
 
@@ -284,12 +286,9 @@ impl Bins {
                 }
             }
         };
-        // On wasm32, without a branch (fewer metered blocks; see `KEEPS_VICTIM`).
-        if !KEEPS_VICTIM {
-            self.occupancy.clear_if(bin, emptied);
-        } else if emptied {
-            self.occupancy.clear(bin);
-        }
+        // Without a branch: whether a take empties its bin is a coin toss under a random
+        // workload, and on wasm32 a branch is a metered block (crates/heapworks/TUNING.md).
+        self.occupancy.clear_if(bin, emptied);
     }
 
     /// The entry of the free chunk `from`, filed in `bin`, now stands for a free chunk of
