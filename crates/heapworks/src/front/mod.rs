@@ -276,10 +276,7 @@ impl<I: FreeIndex> FrontHeap<I> {
     #[inline(always)]
     pub fn allocate(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         if BRANCHING {
-            if layout.size() > MAX_SMALL || layout.align() > GRANULE {
-                return self.heap.allocate(layout);
-            }
-            return self.allocate_listed(slab::class_of(layout.size()), layout);
+            return self.allocate_by_branch(layout);
         }
         // One test for the size, the alignment and the cache: an over-aligned request counts
         // as larger than any slot, and the class of a larger one, masked, is a count never
@@ -314,15 +311,17 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// no registers saved.
     #[inline(never)]
     fn allocate_uncached(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        self.allocate_by_branch(layout)
+    }
+
+    /// A heap block for a request larger than a slot or over-aligned; else a slot of its class
+    /// from the class's free list, or from a new slab. The native fast path, inlined.
+    #[inline(always)]
+    fn allocate_by_branch(&mut self, layout: Layout) -> Result<NonNull<u8>, AllocError> {
         if layout.size() > MAX_SMALL || layout.align() > GRANULE {
             return self.heap.allocate(layout);
         }
-        self.allocate_listed(slab::class_of(layout.size()), layout)
-    }
-
-    /// A slot of `class`, the class of `layout`, from its free list, else from a new slab.
-    #[inline(always)]
-    fn allocate_listed(&mut self, class: usize, layout: Layout) -> Result<NonNull<u8>, AllocError> {
+        let class = slab::class_of(layout.size());
         // SAFETY: `class_of` of a size up to `MAX_SMALL` is below `CLASSES`.
         let head = unsafe { *self.free.get_unchecked(class) };
         match NonNull::new(head) {
@@ -434,12 +433,7 @@ impl<I: FreeIndex> FrontHeap<I> {
         unsafe {
             let tag = slab::tag_of(ptr);
             if BRANCHING {
-                if tag & TAG == 0 {
-                    self.heap.free(ptr);
-                } else {
-                    self.list_slot(ptr, tag);
-                }
-                return;
+                return self.release_by_branch(ptr, tag);
             }
             let class = slab::class_in(tag) & (COUNTS - 1);
             let cached = *self.cached.get_unchecked(class);
@@ -483,24 +477,23 @@ impl<I: FreeIndex> FrontHeap<I> {
     /// any word without `TAG`.
     #[inline(never)]
     unsafe fn release_uncached(&mut self, ptr: NonNull<u8>, tag: usize) {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.release_by_branch(ptr, tag) }
+    }
+
+    /// Frees a heap block, or threads a slot onto its class's free list. The native fast path,
+    /// inlined.
+    ///
+    /// # Safety
+    /// As for [`FrontHeap::release_uncached`].
+    #[inline(always)]
+    unsafe fn release_by_branch(&mut self, ptr: NonNull<u8>, tag: usize) {
         // SAFETY: forwarded from the caller; a slot's class is below `CLASSES`.
         unsafe {
             if tag & TAG == 0 {
                 self.heap.free(ptr);
                 return;
             }
-            self.list_slot(ptr, tag);
-        }
-    }
-
-    /// Threads the live slot at `ptr`, of tag `tag`, onto its class's free list.
-    ///
-    /// # Safety
-    /// As said.
-    #[inline(always)]
-    unsafe fn list_slot(&mut self, ptr: NonNull<u8>, tag: usize) {
-        // SAFETY: forwarded from the caller; a slot's class is below `CLASSES`.
-        unsafe {
             if CHECKED {
                 slab::set_tag(ptr, tag & !LIVE);
             }
