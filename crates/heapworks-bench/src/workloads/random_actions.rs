@@ -5,7 +5,10 @@
 //! random live block to `rand(1..3·max)`; actions below 3, or any action while fewer than 300
 //! blocks are live, allocate a block of talc's size and alignment distribution; the rest free
 //! a random live block. The score is the number of successful calls; a 2 ms warm-up on its
-//! own live set precedes each timed trial.
+//! own live set precedes each timed trial. Cases with realloc also report the share of
+//! reallocations that kept the block in place: a realloc to `rand(1..3·max)` that moves copies
+//! up to `3·max` bytes, and from a few thousand bytes on the copies take most of the time, so
+//! allocators that move equally often score nearly alike there.
 
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -30,6 +33,8 @@ const METRICS: [MetricSpec; 2] = [
     MetricSpec::primary("throughput", "Mops/s", Better::Higher),
     MetricSpec::secondary("failed calls", "calls", Better::Lower),
 ];
+/// The cases with realloc add this one.
+const IN_PLACE: MetricSpec = MetricSpec::secondary("realloc in place", "%", Better::Higher);
 
 /// The parameters of one case.
 #[derive(Debug, Clone, Copy)]
@@ -78,7 +83,10 @@ fn case(params: Params, heap_len: usize) -> Case {
         name: case_name(&params),
         heap_len,
         arena_only: false,
-        metrics: METRICS.to_vec(),
+        metrics: METRICS
+            .into_iter()
+            .chain(params.realloc.then_some(IN_PLACE))
+            .collect(),
         run: Box::new(move |allocator, region, seed| {
             run_trial(allocator, region, heap_len, Trial { params, seed })
         }),
@@ -110,6 +118,10 @@ pub struct Tally {
     pub successes: u64,
     /// Calls the allocator refused.
     pub failures: u64,
+    /// Successful reallocations (counted in `successes` too).
+    pub reallocs: u64,
+    /// Those of them that returned the block's own address.
+    pub reallocs_in_place: u64,
     /// Time the loop ran.
     pub elapsed: Duration,
 }
@@ -133,11 +145,15 @@ impl UseAllocator for Trial {
                 .collect()
         });
         let tallies = tallies.into_iter().collect::<Result<Vec<_>, _>>()?;
-        let successes: u64 = tallies.iter().map(|t| t.successes).sum();
-        let failures: u64 = tallies.iter().map(|t| t.failures).sum();
+        let sum = |count: fn(&Tally) -> u64| tallies.iter().map(count).sum::<u64>();
         let longest = tallies.iter().map(|t| t.elapsed).max().unwrap_or_default();
-        let throughput = successes as f64 / longest.as_secs_f64().max(1e-9) / 1e6;
-        Ok(vec![throughput, failures as f64])
+        let throughput = sum(|t| t.successes) as f64 / longest.as_secs_f64().max(1e-9) / 1e6;
+        let mut values = vec![throughput, sum(|t| t.failures) as f64];
+        if self.params.realloc {
+            let reallocs = sum(|t| t.reallocs).max(1);
+            values.push(100.0 * sum(|t| t.reallocs_in_place) as f64 / reallocs as f64);
+        }
+        Ok(values)
     }
 }
 
@@ -181,6 +197,11 @@ pub fn run_steps<A: std::alloc::GlobalAlloc>(
         for _ in 0..STEPS_PER_CLOCK_CHECK {
             match step(allocator, params.max_size, rng.below(actions), rng, live) {
                 Step::Done => tally.successes += 1,
+                Step::Reallocated { in_place } => {
+                    tally.successes += 1;
+                    tally.reallocs += 1;
+                    tally.reallocs_in_place += u64::from(in_place);
+                }
                 Step::Refused => tally.failures += 1,
                 Step::Skipped => {}
             }
@@ -194,6 +215,8 @@ pub fn run_steps<A: std::alloc::GlobalAlloc>(
 enum Step {
     /// The call succeeded and scores.
     Done,
+    /// A realloc succeeded and scores; `in_place` when the block kept its address.
+    Reallocated { in_place: bool },
     /// The allocator refused the call.
     Refused,
     /// A realloc with nothing live: no call was made.
@@ -223,7 +246,14 @@ fn step<A: std::alloc::GlobalAlloc>(
         }
         let index = rng.below(live.len());
         let new_size = rng.in_range(1, max_size * REALLOC_FACTOR);
-        Step::from(live.get_mut(index).reallocate(allocator, new_size))
+        let block = live.get_mut(index);
+        let old = block.ptr;
+        if !block.reallocate(allocator, new_size) {
+            return Step::Refused;
+        }
+        Step::Reallocated {
+            in_place: block.ptr == old,
+        }
     } else if action < 3 || live.len() < MIN_LIVE {
         let block = Block::allocate(allocator, talc_method::layout(rng, max_size));
         let allocated = block.is_some();

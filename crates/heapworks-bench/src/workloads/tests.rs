@@ -73,6 +73,11 @@ fn random_actions_scores_are_positive() {
             "{case} {allocator}: {throughput}"
         );
         assert!(*value(&metrics, &values, "failed calls") >= 0.0);
+        let in_place = metrics.iter().position(|m| m.name == "realloc in place");
+        assert_eq!(in_place.is_some(), !case.contains("no realloc"), "{case}");
+        if let Some(at) = in_place {
+            assert!((0.0..=100.0).contains(&values[at]), "{case} {allocator}");
+        }
     }
 }
 
@@ -264,6 +269,11 @@ fn random_actions_operation_counts_add_up() {
             crate::contenders::with_allocator(allocator, &mut region, mib(1), CountRandomActions)
                 .unwrap();
         assert!(tally.successes > 0, "{allocator}");
+        assert!(
+            0 < tally.reallocs && tally.reallocs <= tally.successes,
+            "{allocator}: {tally:?}"
+        );
+        assert!(tally.reallocs_in_place <= tally.reallocs, "{allocator}");
         assert_eq!(
             tally.successes + tally.failures,
             calls,
