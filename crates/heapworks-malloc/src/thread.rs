@@ -1351,25 +1351,51 @@ unsafe fn grow_limit(cache: *mut ThreadCache, class: usize) -> bool {
 }
 
 /// Sends up to `count` blocks from the front of the list of `class` back to their arenas, in
-/// one walk of the list: other arenas' onto their remote stacks of the list, a chain per
-/// arena; the own arena's under its lock, slots to the slabs (as a batch when they have room)
-/// and core blocks as the class's transfer batch if the heap takes it (never for a promoted
-/// class, whose refills do not look for one), else block by block. Notes whether most went to
-/// other arenas (see [`make_list_room`]).
+/// one walk of the list ([`sort_out`]), then the own arena's under its lock ([`give_back_own`]).
 ///
 /// # Safety
 /// `class` is a valid class whose list is the calling thread's.
 unsafe fn flush(class: usize, count: u32) {
-    let own = thread_arena();
-    let mut own_slots = Run::EMPTY;
-    let mut own_core = Run::EMPTY;
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        let own = sort_out(class, count);
+        if own.count() > 0 {
+            with_arena_at(thread_arena(), |arena| give_back_own(arena, class, own));
+        }
+    }
+}
+
+/// The own arena's blocks taken off a list by [`sort_out`]: its slots and its core blocks.
+struct OwnBlocks {
+    slots: Run,
+    core: Run,
+}
+
+impl OwnBlocks {
+    fn count(&self) -> u32 {
+        self.slots.count + self.core.count
+    }
+}
+
+/// Takes up to `count` blocks from the front of the list of `class` in one walk: other arenas'
+/// go onto their remote stacks of the list, a chain per arena; the own arena's are returned,
+/// for [`give_back_own`]. Notes whether most went to other arenas (see [`make_list_room`]).
+///
+/// # Safety
+/// `class` is a valid class whose list is the calling thread's.
+unsafe fn sort_out(class: usize, count: u32) -> OwnBlocks {
+    let own_arena = thread_arena();
+    let mut own = OwnBlocks {
+        slots: Run::EMPTY,
+        core: Run::EMPTY,
+    };
     let mut chains = Chains::new();
     // SAFETY: the list is this thread's, and its blocks are live blocks of `class`, linked
     // through their first words; each run is given up as it is cut.
     unsafe {
         let bin = bin(class);
         let mut at = (*bin).head;
-        let (mut taken, mut kept) = (0, 0);
+        let mut taken = 0;
         // A run: blocks in a row on the list of one arena and kind (slot or not), still
         // linked as the list links them, so sorting them writes one link a run, not a block.
         while let Some(first) = NonNull::new(at).filter(|_| taken < count) {
@@ -1387,40 +1413,48 @@ unsafe fn flush(class: usize, count: u32) {
             }
             taken += len;
             match owner {
-                (arena, _) if arena != own => chains.add(arena, class, first, last, len),
-                (_, true) => own_slots.add(first, last, len),
-                (_, false) => own_core.add(first, last, len),
-            }
-            if owner.0 == own {
-                kept += len;
+                (arena, _) if arena != own_arena => chains.add(arena, class, first, last, len),
+                (_, true) => own.slots.add(first, last, len),
+                (_, false) => own.core.add(first, last, len),
             }
         }
         (*bin).head = at;
         (*bin).room += taken;
         chains.push_all();
+        let kept = own.count();
         (*bin).sends_away = kept < taken - kept;
-        if kept > 0 {
-            with_arena_at(own, |arena| {
-                if own_slots.count > 0 {
-                    arena.slabs.give_back(own_slots.head, own_slots.count);
-                }
-                // Asked under the arena's lock, under which a class is promoted (and its
-                // batch dropped), so no batch is left to a promoted class.
-                let batched = own_core.count > 0
-                    && open_area(class).is_none()
-                    && arena.core.offer_batch(
-                        class,
-                        NonNull::new_unchecked(own_core.head),
-                        own_core.count,
-                        block_bytes(class),
-                    );
-                if !batched {
-                    release_list(&mut arena.core, &mut { own_core.head }, own_core.count);
-                }
-            });
-        }
     }
     bump(&COUNTERS.flushes);
+    own
+}
+
+/// Gives the own arena's blocks of `class` that [`sort_out`] took back to `arena` (the calling
+/// thread's, locked): slots to the slabs (as a batch when they have room) and core blocks as
+/// the class's transfer batch if the heap takes it (never for a promoted class, whose refills
+/// do not look for one), else block by block.
+///
+/// # Safety
+/// `own` holds live blocks of `class` of `arena` that nobody else uses.
+unsafe fn give_back_own(arena: &mut Backends, class: usize, own: OwnBlocks) {
+    // SAFETY: forwarded from the caller.
+    unsafe {
+        if own.slots.count > 0 {
+            arena.slabs.give_back(own.slots.head, own.slots.count);
+        }
+        // Asked under the arena's lock, under which a class is promoted (and its batch
+        // dropped), so no batch is left to a promoted class.
+        let batched = own.core.count > 0
+            && open_area(class).is_none()
+            && arena.core.offer_batch(
+                class,
+                NonNull::new_unchecked(own.core.head),
+                own.core.count,
+                block_bytes(class),
+            );
+        if !batched {
+            release_list(&mut arena.core, &mut { own.core.head }, own.core.count);
+        }
+    }
 }
 
 /// The arena of a block on the way out of a thread's cache, and whether it is a slot; a
@@ -1488,11 +1522,29 @@ fn retire() {
         if (*cache).state != State::Live {
             return;
         }
-        for class in MIN_CLASS..LISTS {
-            flush(class, u32::MAX);
+        // Every list is sorted out first, then the own arena's blocks go back under one
+        // lock: a short-lived thread had cached a few blocks of many classes, and a lock per
+        // class made its exit contend with every starting thread on the starter arena.
+        let mut own: [OwnBlocks; LISTS] = [const {
+            OwnBlocks {
+                slots: Run::EMPTY,
+                core: Run::EMPTY,
+            }
+        }; LISTS];
+        for (class, blocks) in own.iter_mut().enumerate().skip(MIN_CLASS) {
+            *blocks = sort_out(class, u32::MAX);
             let bin = bin(class);
             (*bin).room = 0;
             (*bin).limit = 0;
+        }
+        if own.iter().any(|blocks| blocks.count() > 0) {
+            with_arena_at((*cache).arena, |arena| {
+                for (class, blocks) in own.into_iter().enumerate() {
+                    if blocks.count() > 0 {
+                        give_back_own(arena, class, blocks);
+                    }
+                }
+            });
         }
         let mut router = Router::new((*cache).arena);
         if let Some(medium) = medium_cache(cache) {
