@@ -1,7 +1,59 @@
 //! Rust tests in a process that runs on heapworks-malloc: linking the rlib makes its `malloc`
 //! the process's, so the test harness, std's collections and threads all allocate through it.
 
-use heapworks_malloc as hw;
+/// The exports, called through pointers the optimizer cannot see through: it takes functions
+/// named `malloc`, `free` and so on for the C library's, and in release builds folds
+/// `malloc(SIZE_MAX) == NULL` to false and takes a read of the word before a block for one out
+/// of its bounds.
+mod hw {
+    use heapworks_malloc as exports;
+    use std::ffi::c_void;
+    use std::hint::black_box;
+
+    pub unsafe fn malloc(size: usize) -> *mut c_void {
+        let malloc: unsafe extern "C" fn(usize) -> *mut c_void = exports::malloc;
+        // SAFETY: forwarded from the caller.
+        unsafe { black_box(malloc)(size) }
+    }
+
+    pub unsafe fn free(ptr: *mut c_void) {
+        let free: unsafe extern "C" fn(*mut c_void) = exports::free;
+        // SAFETY: forwarded from the caller.
+        unsafe { black_box(free)(ptr) }
+    }
+
+    pub unsafe fn calloc(count: usize, size: usize) -> *mut c_void {
+        let calloc: unsafe extern "C" fn(usize, usize) -> *mut c_void = exports::calloc;
+        // SAFETY: forwarded from the caller.
+        unsafe { black_box(calloc)(count, size) }
+    }
+
+    pub unsafe fn realloc(ptr: *mut c_void, size: usize) -> *mut c_void {
+        let realloc: unsafe extern "C" fn(*mut c_void, usize) -> *mut c_void = exports::realloc;
+        // SAFETY: forwarded from the caller.
+        unsafe { black_box(realloc)(ptr, size) }
+    }
+
+    pub unsafe fn aligned_alloc(align: usize, size: usize) -> *mut c_void {
+        let aligned_alloc: unsafe extern "C" fn(usize, usize) -> *mut c_void =
+            exports::aligned_alloc;
+        // SAFETY: forwarded from the caller.
+        unsafe { black_box(aligned_alloc)(align, size) }
+    }
+
+    pub unsafe fn posix_memalign(out: *mut *mut c_void, align: usize, size: usize) -> i32 {
+        let posix_memalign: unsafe extern "C" fn(*mut *mut c_void, usize, usize) -> i32 =
+            exports::posix_memalign;
+        // SAFETY: forwarded from the caller.
+        unsafe { black_box(posix_memalign)(out, align, size) }
+    }
+
+    pub unsafe fn malloc_usable_size(ptr: *mut c_void) -> usize {
+        let usable: unsafe extern "C" fn(*mut c_void) -> usize = exports::malloc_usable_size;
+        // SAFETY: forwarded from the caller.
+        unsafe { black_box(usable)(ptr) }
+    }
+}
 use std::ffi::c_void;
 
 /// Whether this process's `malloc` is ours: a large block carries our tagged header.
